@@ -1,0 +1,263 @@
+/* The core of the fake CUDA stack: one process-wide state (virtual devices, memory, streams, events, graphs,
+ * the virtual clock) shared by every fake library. libtimewarp.so holds it; libcudart.so.13, libcuda.so.1,
+ * libcublas*.so.13, libnccl.so.2 ... are thin API front ends over these calls, so a stream created through
+ * the runtime is the same object the driver API or cuBLAS sees.
+ *
+ * Error codes: the core returns CUDA driver numbering (tw_err). The runtime's cudaError_t uses the same
+ * numbers for every code the core returns (1, 2, 3, 100, 101, 201, 400, 500, 600, 801, 900-908, 999).
+ */
+#ifndef TW_CORE_H
+#define TW_CORE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_EXPORT __attribute__((visibility("default")))
+
+typedef enum {
+    TW_OK = 0,
+    TW_ERR_INVALID_VALUE = 1,
+    TW_ERR_OUT_OF_MEMORY = 2,
+    TW_ERR_NOT_INITIALIZED = 3,
+    TW_ERR_NO_DEVICE = 100,
+    TW_ERR_INVALID_DEVICE = 101,
+    TW_ERR_INVALID_CONTEXT = 201,
+    TW_ERR_INVALID_HANDLE = 400,
+    TW_ERR_ILLEGAL_STATE = 401,
+    TW_ERR_NOT_FOUND = 500,
+    TW_ERR_NOT_READY = 600,
+    TW_ERR_NOT_PERMITTED = 800,
+    TW_ERR_NOT_SUPPORTED = 801,
+    TW_ERR_CAPTURE_UNSUPPORTED = 900,
+    TW_ERR_CAPTURE_INVALIDATED = 901,
+    TW_ERR_CAPTURE_UNMATCHED = 903,
+    TW_ERR_CAPTURE_UNJOINED = 904,
+    TW_ERR_CAPTURE_IMPLICIT = 906,
+    TW_ERR_CAPTURE_WRONG_THREAD = 908,
+    TW_ERR_UNKNOWN = 999,
+} tw_err;
+
+/* ---------------------------------------------------------------- logging (log.c) */
+/* Log to stderr with write(2): "timewarp[pid:tid] <msg>". */
+void tw_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Called by every unimplemented entry point: logs "<lib>: <name> not implemented -> <code_name>" once per
+ * symbol, counts the call, aborts when TIMEWARP_STRICT=1, returns code. */
+int tw_unimplemented(const char *lib, const char *name, int code, const char *code_name);
+/* Verbose tracing of implemented calls, when TIMEWARP_DEBUG=1. */
+extern int tw_debug;
+#define TW_DEBUG(...) do { if (tw_debug) tw_log(__VA_ARGS__); } while (0)
+
+/* ---------------------------------------------------------------- devices (device.c, catalog) */
+typedef struct tw_gpu_spec {
+    const char *key;          /* catalog key: "H200" */
+    const char *name;         /* what cudaGetDeviceProperties/NVML report: "NVIDIA H200" */
+    int cc_major, cc_minor;
+    int sm_count;
+    uint64_t total_mem;       /* cudaDeviceProp.totalGlobalMem (bytes) */
+    uint64_t nvml_total_mem;  /* nvmlDeviceGetMemoryInfo total */
+    uint64_t context_reserved;/* memory the driver context takes (total - free after init) */
+    const void *props;        /* a complete struct cudaDeviceProp (CUDA 13 layout) for device 0 */
+    const int *attrs;         /* cuDeviceGetAttribute values indexed by CUdevice_attribute id */
+    const unsigned char *attr_valid; /* 1 where the real device answers the attribute */
+    int n_attrs;
+    /* analytical rates, used until the calibrated predictor answers */
+    double peak_flops_bf16, peak_flops_fp32, peak_flops_fp8; /* dense, FLOP/s */
+    double mem_bw;            /* HBM bytes/s, achievable */
+    double pcie_bw;           /* host<->device bytes/s (pinned) */
+    double launch_floor_s;    /* shortest kernel */
+    int sm_clock_mhz, mem_clock_mhz, memory_bus_width, power_limit_mw;
+    const char *board_part, *vbios, *uuid_prefix;
+    int pci_device_id, pci_subsystem_id;
+} tw_gpu_spec;
+
+void tw_init(void);                 /* idempotent; every entry point may call it */
+int tw_device_count(void);
+const tw_gpu_spec *tw_device_spec(int dev);   /* NULL if dev is out of range */
+int tw_get_device(void);            /* the calling thread's current device */
+tw_err tw_set_device(int dev);
+/* Fills a struct cudaDeviceProp (CUDA 13 layout) for dev: name, uuid and PCI ids vary per device. */
+tw_err tw_device_props(int dev, void *cuda_device_prop);
+tw_err tw_device_attr(int dev, int cu_attr, int *value);
+void tw_device_uuid(int dev, unsigned char uuid[16]);
+void tw_device_pci_bus_id(int dev, char *buf, int len); /* "0000:18:00.0" */
+
+/* ---------------------------------------------------------------- virtual clock (vclock.c) */
+/* Virtual time in ns since the process's virtual epoch. Reading it charges the calling thread's CPU time
+ * (times TIMEWARP_HOST_SPEED) since its last reading. */
+uint64_t tw_now(void);
+/* The host thread waits until virtual time t (GPU completion, an event): the clock jumps, nothing sleeps. */
+void tw_wait_until(uint64_t t);
+/* Wall-clock values at the virtual epoch, so that realtime and monotonic advance together. */
+void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns);
+
+/* ---------------------------------------------------------------- memory (memory.c) */
+typedef enum { TW_MEM_DEVICE = 0, TW_MEM_HOST_PINNED = 1, TW_MEM_MANAGED = 2 } tw_mem_kind;
+typedef struct tw_alloc {
+    uintptr_t base;
+    size_t size;
+    int device;          /* -1 for host memory */
+    tw_mem_kind kind;
+    int backed;          /* 1: real host memory behind it, reads return what was written */
+    int vmm;             /* 1: part of a cuMemAddressReserve range */
+} tw_alloc;
+/* Device memory. Fails with TW_ERR_OUT_OF_MEMORY past the card's capacity (as cudaMalloc does). */
+tw_err tw_mem_alloc(int dev, size_t size, void **out);
+tw_err tw_mem_free(void *ptr);
+/* Pinned host memory (cudaHostAlloc/cudaMallocHost): real host memory, registered as such. */
+tw_err tw_host_alloc(size_t size, void **out);
+tw_err tw_host_free(void *ptr);
+tw_err tw_host_register(void *ptr, size_t size);
+tw_err tw_host_unregister(void *ptr);
+/* The allocation containing ptr (device or registered host), or NULL for plain host memory. Copies the
+ * record into *out so that callers need no lock. */
+int tw_mem_lookup(const void *ptr, tw_alloc *out);
+void tw_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
+size_t tw_mem_used(int dev);
+/* Data movement now, where both sides are backed; reads of unbacked device memory give zeros. */
+void tw_mem_copy_now(void *dst, const void *src, size_t n);
+void tw_mem_set_now(void *dst, int value, size_t n);
+/* Virtual memory management (cuMemAddressReserve/Create/Map). Handles are opaque ids. */
+tw_err tw_vmm_reserve(size_t size, size_t align, uintptr_t fixed, uintptr_t *out);
+tw_err tw_vmm_free(uintptr_t base, size_t size);
+tw_err tw_vmm_create(int dev, size_t size, uint64_t *handle);
+tw_err tw_vmm_release(uint64_t handle);
+tw_err tw_vmm_map(uintptr_t va, size_t size, size_t offset, uint64_t handle);
+tw_err tw_vmm_unmap(uintptr_t va, size_t size);
+tw_err tw_vmm_handle_size(uint64_t handle, size_t *size);
+
+/* ---------------------------------------------------------------- operations */
+typedef enum {
+    TW_OP_KERNEL = 0, TW_OP_MEMCPY, TW_OP_MEMSET, TW_OP_HOST_FUNC, TW_OP_EVENT_RECORD, TW_OP_EVENT_WAIT,
+    TW_OP_GRAPH, TW_OP_COLLECTIVE,
+} tw_op_kind;
+typedef enum { TW_COPY_H2D = 1, TW_COPY_D2H = 2, TW_COPY_D2D = 3, TW_COPY_H2H = 0 } tw_copy_dir;
+typedef enum { TW_ANN_NONE = 0, TW_ANN_GEMM, TW_ANN_ATTENTION, TW_ANN_COLLECTIVE } tw_ann_kind;
+
+/* A semantic annotation, where the API tells what a launch computes. */
+typedef struct tw_annotation {
+    tw_ann_kind kind;
+    union {
+        struct {                 /* cuBLAS / cuBLASLt: C[m,n] = op(A)[m,k] op(B)[k,n], batch times */
+            int64_t m, n, k, batch;
+            int a_type, b_type, c_type, compute_type; /* cudaDataType / cublasComputeType values */
+            int trans_a, trans_b;
+            int epilogue;        /* cublasLtEpilogue_t, 1 = none */
+        } gemm;
+        struct {
+            int64_t batch, q_len, kv_len, heads, kv_heads, head_dim;
+            int causal, dtype;
+        } attn;
+        struct {
+            int kind;            /* allreduce, allgather ... (nccl.c's enum) */
+            int64_t bytes;
+            int nranks;
+            uint64_t comm;
+        } coll;
+    } u;
+} tw_annotation;
+
+/* A kernel as registered or loaded: one per (module, function). Kernel handles the APIs give out
+ * (cudaKernel_t, CUfunction, the host stub address) all resolve to one of these. */
+typedef struct tw_kernel {
+    const char *name;        /* mangled device name */
+    const char *pretty;      /* demangled where possible, else name */
+    uint32_t id;             /* dense id, for caches and traces */
+    int n_params;            /* -1 unknown */
+    int max_threads, shared_bytes, const_bytes, local_bytes, num_regs, max_dyn_shared;
+} tw_kernel;
+
+tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */
+
+typedef struct tw_op {
+    tw_op_kind kind;
+    const tw_kernel *kernel;  /* TW_OP_KERNEL */
+    const char *label;        /* name for non-kernel ops ("cublasLtMatmul", "memcpy HtoD") */
+    uint32_t grid[3], block[3];
+    uint32_t shmem;
+    tw_annotation ann;
+    /* memcpy/memset */
+    tw_copy_dir dir;
+    size_t bytes;
+    void *dst; const void *src; int value; int pinned; /* data movement at completion where backed */
+    /* host function */
+    void (*fn)(void *); void *fn_data;
+    /* event ops */
+    struct tw_event *event;
+    /* a graph launch */
+    struct tw_graph_exec *exec;
+    /* set by the core: predicted duration (ns); the caller may preset it (>0) to override the model */
+    uint64_t duration;
+} tw_op;
+
+/* ---------------------------------------------------------------- streams (stream.c) */
+typedef struct tw_stream tw_stream;
+#define TW_STREAM_LEGACY ((void *)0x1)
+#define TW_STREAM_PER_THREAD ((void *)0x2)
+/* Handle -> stream. NULL means the legacy default stream unless per_thread_default; 0x1 legacy; 0x2 the
+ * calling thread's per-thread default stream. Returns NULL for a handle that is not a live stream. */
+tw_stream *tw_stream_get(void *handle, int per_thread_default);
+tw_err tw_stream_create(int dev, unsigned flags, int priority, tw_stream **out);
+tw_err tw_stream_destroy(tw_stream *s);
+int tw_stream_device(const tw_stream *s);
+unsigned tw_stream_flags(const tw_stream *s);
+int tw_stream_priority(const tw_stream *s);
+uint64_t tw_stream_id(const tw_stream *s);
+/* Enqueue: on a capturing stream the op goes into the graph, otherwise onto the stream's virtual timeline
+ * (start = max(stream tail, host now, legacy-stream ordering), end = start + predicted duration).
+ * Host functions run when their virtual start is reached by a later host wait (or at once if already due). */
+tw_err tw_enqueue(tw_stream *s, tw_op *op);
+tw_err tw_stream_synchronize(tw_stream *s);
+tw_err tw_stream_query(tw_stream *s);          /* TW_OK or TW_ERR_NOT_READY, against the virtual clock */
+tw_err tw_device_synchronize(int dev);         /* dev < 0: every device */
+/* Blocking host copy (cudaMemcpy): waits for the stream's work, does the copy, advances the clock. */
+tw_err tw_copy_sync(tw_stream *s, void *dst, const void *src, size_t n, tw_copy_dir dir);
+
+/* ---------------------------------------------------------------- events (event.c) */
+typedef struct tw_event tw_event;
+tw_err tw_event_create(unsigned flags, tw_event **out);  /* CU_EVENT_* / cudaEvent* flag values */
+tw_err tw_event_destroy(tw_event *e);
+int tw_event_valid(const tw_event *e);
+tw_err tw_event_record(tw_event *e, tw_stream *s);
+tw_err tw_event_query(tw_event *e);
+tw_err tw_event_synchronize(tw_event *e);
+tw_err tw_event_elapsed_ms(tw_event *start, tw_event *end, float *ms);
+tw_err tw_stream_wait_event(tw_stream *s, tw_event *e);
+
+/* ---------------------------------------------------------------- graphs (graph.c) */
+typedef struct tw_graph tw_graph;
+typedef struct tw_graph_exec tw_graph_exec;
+typedef struct tw_graph_node tw_graph_node;
+typedef enum { TW_CAPTURE_NONE = 0, TW_CAPTURE_ACTIVE = 1, TW_CAPTURE_INVALIDATED = 2 } tw_capture_status;
+/* mode: 0 global, 1 thread local, 2 relaxed (cudaStreamCaptureMode values) */
+tw_err tw_capture_begin(tw_stream *s, int mode);
+tw_err tw_capture_end(tw_stream *s, tw_graph **out);
+tw_capture_status tw_capture_status_of(tw_stream *s, uint64_t *id, tw_graph **graph);
+/* cudaThreadExchangeStreamCaptureMode */
+int tw_capture_exchange_mode(int mode);
+tw_err tw_graph_create(tw_graph **out);
+tw_err tw_graph_destroy(tw_graph *g);
+size_t tw_graph_num_nodes(const tw_graph *g);
+tw_graph_node *tw_graph_node_at(tw_graph *g, size_t i);
+tw_err tw_graph_add_op(tw_graph *g, const tw_op *op, tw_graph_node **out); /* explicit graph building */
+tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out);
+tw_err tw_graph_exec_destroy(tw_graph_exec *x);
+tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g);
+tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s);
+
+/* ---------------------------------------------------------------- durations (model.c) */
+/* Predicted duration of op on device dev, in ns. Cached per (kernel, grid, block, shmem, annotation). */
+uint64_t tw_predict(int dev, const tw_op *op);
+
+/* ---------------------------------------------------------------- records (trace.c) */
+/* Every op that ran on a timeline; written as a Chrome/Perfetto trace and a summary at exit when
+ * TIMEWARP_TRACE / TIMEWARP_REPORT name files. */
+void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
