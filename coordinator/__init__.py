@@ -1,0 +1,1 @@
+"""Virtual-time coordinator (gRPC); see issue 4."""

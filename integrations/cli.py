@@ -1,0 +1,132 @@
+"""The `timewarp` command.
+
+    timewarp run [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict] [--] CMD ...
+    timewarp demo [--gpu H200] [...] [-- DEMO-ARGS]
+    timewarp gpus
+    timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
+"""
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import sys
+
+import click
+
+from timewarp import __version__
+from timewarp.integrations import launcher
+from timewarp.predictors import catalog
+
+log = logging.getLogger(__name__)
+
+
+def _gpu_key(ctx: click.Context, param: click.Parameter, value: str | None) -> str:
+    try:
+        return catalog.load().resolve_key(value or catalog.default_key())
+    except catalog.UnknownGpuError:
+        raise click.BadParameter(
+            f"unknown GPU {value!r}; known GPUs: {catalog.load().describe_known()}", ctx=ctx, param=param)
+
+
+def emulation_options(f):
+    """--gpu/--gpus/--report/--trace/--strict, shared by run, demo and env."""
+    f = click.option("--strict", is_flag=True,
+                     help="Abort on the first call the emulator does not implement (TIMEWARP_STRICT=1).")(f)
+    f = click.option("--trace", type=click.Path(dir_okay=False), default=None,
+                     help="Write a Chrome/Perfetto trace of the virtual timeline to FILE.")(f)
+    f = click.option("--report", type=click.Path(dir_okay=False), default=None,
+                     help="Keep the per-process report (JSON lines) in FILE; without it a temporary file is used.")(f)
+    f = click.option("--gpus", type=click.IntRange(1, 1024), default=1, show_default=True,
+                     help="Number of virtual GPUs visible to the program.")(f)
+    f = click.option("--gpu", default=None, callback=_gpu_key, metavar="NAME",
+                     help="Virtual GPU model, a catalog key or alias (see `timewarp gpus`); default H200.")(f)
+    return f
+
+
+def _launch(argv, gpu, gpus, report, trace, strict) -> int:
+    try:
+        return launcher.launch(argv, gpu, gpus, report=report, trace=trace, strict=strict,
+                               gpu_name=f"{gpus} x {catalog.get(gpu).name}" if gpus > 1 else catalog.get(gpu).name)
+    except launcher.CommandError as e:
+        click.echo(str(e), err=True)
+        return e.code
+    except launcher.LauncherError as e:
+        click.echo(f"timewarp: {e}", err=True)
+        return 1
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="timewarp")
+def cli() -> None:
+    """Run unmodified GPU programs on a machine with no GPU and see how long they would take on real GPUs."""
+
+
+@cli.command(context_settings={"allow_interspersed_args": False})
+@emulation_options
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+@click.pass_context
+def run(ctx, gpu, gpus, report, trace, strict, command) -> None:
+    """Run COMMAND (and every process it starts) on virtual GPUs.
+
+    Options must come before COMMAND; `--` ends them. Exits with the command's status."""
+    ctx.exit(_launch(list(command), gpu, gpus, report, trace, strict))
+
+
+@cli.command(context_settings={"allow_interspersed_args": False})
+@emulation_options
+@click.argument("demo_args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
+    """Run the built-in demo (a Llama-shaped model's prefill and decode in plain PyTorch) under emulation.
+
+    DEMO_ARGS go to the demo (`timewarp demo -- --help` lists them)."""
+    argv = [sys.executable, "-m", "timewarp.integrations.demo", *demo_args]
+    ctx.exit(_launch(argv, gpu, gpus, report, trace, strict))
+
+
+@cli.command()
+def gpus() -> None:
+    """List the virtual GPUs of the catalog."""
+    cat = catalog.load()
+    header = ("GPU", "name", "cc", "SMs", "memory", "bf16 TFLOP/s", "HBM TB/s", "aliases")
+    rows = []
+    for key, g in cat.gpus.items():
+        aliases = sorted(a for a, k in cat.aliases.items() if k == key and a != key.lower())
+        rows.append((
+            key + ("*" if key == cat.default else ""), g.name, f"{g.cc[0]}.{g.cc[1]}", str(g.sm_count),
+            f"{g.total_mem / 2**30:.1f} GiB", f"{g.rates['bf16_flops'] / 1e12:.0f}",
+            f"{g.rates['hbm_bytes_per_s'] / 1e12:.2f}", ", ".join(aliases),
+        ))
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+    right = {2, 3, 4, 5, 6}
+    for r in [header, *rows]:
+        cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
+        click.echo("  ".join(cells).rstrip())
+    click.echo("\n* default. Rates are achievable ones (what the analytical model uses), not datasheet peaks.")
+
+
+@cli.command("env")
+@emulation_options
+@click.pass_context
+def env_cmd(ctx, gpu, gpus, report, trace, strict) -> None:
+    """Print the environment `timewarp run` would set, as shell exports (eval "$(timewarp env)")."""
+    try:
+        env = launcher.timewarp_env(gpu, gpus, report=report, trace=trace, strict=strict)
+    except launcher.LauncherError as e:
+        click.echo(f"timewarp: {e}", err=True)
+        ctx.exit(1)
+    for k, v in env.items():
+        click.echo(f"export {k}={shlex.quote(v)}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Entry point of the `timewarp` console script."""
+    level = os.environ.get("TIMEWARP_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(level=level if level in logging.getLevelNamesMapping() else "WARNING",
+                        format="timewarp: %(message)s")
+    cli.main(args=argv, prog_name="timewarp")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,379 @@
+"""Run a command under emulation: find the shim libraries, build the environment, supervise the child.
+
+The child and every process it starts load the fake CUDA stack through LD_PRELOAD (the core,
+libtimewarp.so) and LD_AUDIT (libtimewarp_audit.so, which redirects every load of a real CUDA library,
+whatever path or RPATH asks for it). Two frameworks find libraries their own way and are pointed at the shim
+directly: Triton links its launcher with `-lcuda` from TRITON_LIBCUDA_PATH, vLLM's pynccl opens
+VLLM_NCCL_SO_PATH.
+"""
+from __future__ import annotations
+
+import errno
+import hashlib
+import importlib.resources
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+log = logging.getLogger(__name__)
+
+# Everything the wheel installs into timewarp/_lib (CMakeLists.txt). A missing one would let the real
+# library load, or nothing at all, so all are required.
+LIBRARIES = (
+    "libtimewarp.so", "libtimewarp_audit.so",
+    "libcudart.so.13", "libcuda.so.1", "libnvidia-ml.so.1", "libcublas.so.13", "libcublasLt.so.13",
+    "libcudnn.so.9", "libcudnn_graph.so.9", "libcudnn_ops.so.9", "libcudnn_cnn.so.9", "libcudnn_adv.so.9",
+    "libnccl.so.2", "libcusparse.so.12", "libcusparseLt.so.0", "libcufft.so.12", "libcurand.so.10",
+    "libcusolver.so.12", "libnvrtc.so.13", "libnvJitLink.so.13", "libcupti.so.13", "libcufile.so.0",
+    "libnvshmem_host.so.3",
+)
+CORE = "libtimewarp.so"
+AUDIT = "libtimewarp_audit.so"
+
+# Signals passed on to the child. SIGINT from the terminal already reaches the child (same process group),
+# so it is passed on only when it came some other way (see _sigint_from_terminal).
+FORWARDED_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
+
+
+class LauncherError(RuntimeError):
+    """Emulation cannot start (libraries missing, cache not writable); the message says why."""
+
+
+# ------------------------------------------------------------------------------------------------ libraries
+def lib_dir(check: bool = True) -> Path:
+    """The folder holding the shim libraries: TIMEWARP_LIB_DIR if set (a development build), else the
+    installed package's timewarp/_lib."""
+    override = os.environ.get("TIMEWARP_LIB_DIR")
+    if override:
+        path, how = Path(override), "TIMEWARP_LIB_DIR"
+    else:
+        res = importlib.resources.files("timewarp") / "_lib"
+        path, how = Path(str(res)), "importlib.resources.files('timewarp') / '_lib'"
+    path = path.resolve()
+    if check:
+        missing = [name for name in LIBRARIES if not (path / name).is_file()]
+        if missing:
+            hint = ("" if override else
+                    " Is timewarp installed from a build (`pip install .`)? Importing it from the source tree "
+                    "finds no libraries.")
+            what = "no shim libraries" if len(missing) == len(LIBRARIES) else f"missing {', '.join(missing)}"
+            raise LauncherError(f"shim libraries not found: searched {path} (from {how}): {what}.{hint}")
+    return path
+
+
+def _user_cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "timewarp"
+
+
+def _symlink(target: Path, link: Path) -> None:
+    """Point link at target, atomically (concurrent launches share the cache)."""
+    try:
+        if link.is_symlink() and os.readlink(link) == str(target):
+            return
+    except OSError:
+        pass
+    tmp = link.with_name(f".{link.name}.{os.getpid()}.tmp")
+    try:
+        tmp.unlink()
+    except FileNotFoundError:
+        pass
+    os.symlink(target, tmp)
+    os.replace(tmp, link)
+
+
+def triton_libcuda_dir(lib: Path) -> Path:
+    """A per-user folder with libcuda.so and libcuda.so.1 -> the fake libcuda.so.1 (Triton compiles its
+    launcher with -L<TRITON_LIBCUDA_PATH> -lcuda, which needs the unversioned name). One folder per library
+    folder, so that two installations never point each other's programs at the wrong build."""
+    tag = hashlib.sha256(str(lib).encode()).hexdigest()[:16]
+    candidates = [_user_cache_dir() / "triton-libcuda" / tag,
+                  Path(tempfile.gettempdir()) / f"timewarp-{os.getuid()}" / "triton-libcuda" / tag]
+    errors = []
+    for d in candidates:
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for name in ("libcuda.so", "libcuda.so.1"):
+                _symlink(lib / "libcuda.so.1", d / name)
+            return d
+        except OSError as e:
+            errors.append(f"{d}: {e.strerror or e}")
+    raise LauncherError("cannot create the libcuda link folder for Triton: " + "; ".join(errors))
+
+
+# ------------------------------------------------------------------------------------------------ environment
+def _prepend_path_list(value: str, existing: str | None) -> str:
+    """value first, then the existing entries (':' or ' ' separated, as ld.so reads them) without it."""
+    if not existing:
+        return value
+    rest = [p for p in existing.replace(" ", ":").split(":") if p and p != value]
+    return ":".join([value, *rest])
+
+
+def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None = None,
+                 trace: str | os.PathLike | None = None, strict: bool = False,
+                 base_env: Mapping[str, str] | None = None, lib: Path | None = None) -> dict[str, str]:
+    """The variables timewarp sets for a child (gpu is a catalog key), given the environment it starts from."""
+    base = os.environ if base_env is None else base_env
+    lib = lib_dir() if lib is None else lib
+    env = {
+        "LD_PRELOAD": _prepend_path_list(str(lib / CORE), base.get("LD_PRELOAD")),
+        "LD_AUDIT": _prepend_path_list(str(lib / AUDIT), base.get("LD_AUDIT")),
+        "TIMEWARP_LIB_DIR": str(lib),
+        "TIMEWARP_GPU": gpu,
+        "TIMEWARP_NUM_GPUS": str(num_gpus),
+        "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),
+        "VLLM_NCCL_SO_PATH": str(lib / "libnccl.so.2"),
+    }
+    if report is not None:
+        env["TIMEWARP_REPORT"] = os.path.abspath(report)
+    if trace is not None:
+        env["TIMEWARP_TRACE"] = os.path.abspath(trace)
+    if strict:
+        env["TIMEWARP_STRICT"] = "1"
+    return env
+
+
+# ------------------------------------------------------------------------------------------------ the report
+@dataclass
+class Report:
+    """Where the core appends one JSON line per emulated process. A user's file is never truncated: only the
+    lines written after `offset` (its size at launch) belong to this run."""
+
+    path: Path
+    offset: int = 0
+    temporary: bool = False
+    _tmpdir: str | None = field(default=None, repr=False)
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | None) -> "Report":
+        if path is None:
+            tmpdir = tempfile.mkdtemp(prefix="timewarp-")
+            return cls(Path(tmpdir) / "report.jsonl", 0, True, tmpdir)
+        p = Path(path).absolute()
+        try:
+            offset = p.stat().st_size
+        except FileNotFoundError:
+            offset = 0
+        return cls(p, offset)
+
+    def records(self) -> list[dict]:
+        """This run's process records; lines that are not JSON objects are skipped with a warning."""
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self.offset)
+                data = f.read()
+        except FileNotFoundError:
+            return []
+        out = []
+        for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                log.warning("report %s: line %d is not JSON (a process killed while writing?)", self.path, n)
+                continue
+            if isinstance(rec, dict):
+                out.append(rec)
+        return out
+
+    def exists(self) -> bool:
+        return self.path.is_file()
+
+    def cleanup(self) -> None:
+        if self._tmpdir:
+            shutil.rmtree(self._tmpdir, ignore_errors=True)
+
+
+def format_seconds(x: object) -> str:
+    if not isinstance(x, (int, float)) or isinstance(x, bool):
+        return "?"
+    ax = abs(x)
+    if ax >= 1 or ax == 0:
+        return f"{x:.4g} s"
+    if ax >= 1e-3:
+        return f"{x * 1e3:.4g} ms"
+    return f"{x * 1e6:.4g} us"
+
+
+def _count(x: object) -> str:
+    return str(x) if isinstance(x, int) and not isinstance(x, bool) else "?"
+
+
+def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_processes: int = 20) -> list[str]:
+    """Lines summing up a run's report: each process's predicted wall time, per-device GPU busy time and
+    kernel counts, and the unimplemented calls it hit. Tolerates missing or mistyped fields."""
+    records = list(records)
+    if not records:
+        return []
+    lines = [f"timewarp: predicted on {gpu_name}:" if gpu_name else "timewarp: predicted:"]
+    for rec in records[:max_processes]:
+        pid = rec.get("pid", "?")
+        argv0 = rec.get("argv0")
+        who = f"pid {pid}" + (f" ({os.path.basename(str(argv0))})" if argv0 else "")
+        vs = rec.get("virtual_s")
+        lines.append(f"  {who}: wall {format_seconds(vs)}")
+        devices = rec.get("devices")
+        if isinstance(devices, list):
+            for dev in devices:
+                if not isinstance(dev, Mapping):
+                    continue
+                busy = dev.get("busy_s")
+                util = ""
+                if isinstance(busy, (int, float)) and isinstance(vs, (int, float)) and vs > 0:
+                    util = f" ({100.0 * busy / vs:.0f}%)"
+                extra = ""
+                if "memcpy" in dev:
+                    extra = f", {_count(dev.get('memcpy'))} copies"
+                lines.append(f"    GPU {dev.get('index', '?')}: busy {format_seconds(busy)}{util}, "
+                             f"{_count(dev.get('kernels'))} kernels{extra}")
+        unimpl = rec.get("unimplemented")
+        if isinstance(unimpl, Mapping) and unimpl:
+            items = sorted(unimpl.items(), key=lambda kv: (-kv[1] if isinstance(kv[1], int) else 0, kv[0]))
+            shown = ", ".join(f"{name} x{n}" for name, n in items[:8])
+            more = f", and {len(items) - 8} more" if len(items) > 8 else ""
+            lines.append(f"    unimplemented calls: {shown}{more}")
+    if len(records) > max_processes:
+        lines.append(f"  ... and {len(records) - max_processes} more processes")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------------ the child
+@dataclass
+class CommandError(Exception):
+    """The command could not be started; message and exit code follow the shell's conventions."""
+
+    message: str
+    code: int
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def resolve_command(argv0: str, path: str | None) -> str:
+    """The executable for argv0, or CommandError with bash's message and code (127 not found, 126 not
+    executable)."""
+    if "/" not in argv0:
+        found = shutil.which(argv0, path=path if path is not None else os.defpath)
+        if not found:
+            raise CommandError(f"timewarp: {argv0}: command not found", 127)
+        return found
+    p = Path(argv0)
+    if not p.exists():
+        raise CommandError(f"timewarp: {argv0}: No such file or directory", 127)
+    if p.is_dir():
+        raise CommandError(f"timewarp: {argv0}: Is a directory", 126)
+    if not os.access(p, os.X_OK):
+        raise CommandError(f"timewarp: {argv0}: Permission denied", 126)
+    return argv0
+
+
+def _sigint_from_terminal() -> bool:
+    """True when we are in the terminal's foreground process group: a Ctrl-C then reached the child (same
+    group) directly, and forwarding it would deliver it twice."""
+    for fd in (0, 1, 2):
+        try:
+            if os.isatty(fd):
+                return os.tcgetpgrp(fd) == os.getpgrp()
+        except OSError:
+            continue
+    return False
+
+
+def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
+    """Run argv with env, stdio inherited, signals forwarded; the child's exit status (negative: killed by
+    that signal, as subprocess reports it)."""
+    exe = resolve_command(argv[0], env.get("PATH"))
+    proc: subprocess.Popen | None = None
+
+    def forward(signum, _frame):
+        if proc is None or proc.returncode is not None:
+            return
+        if signum == signal.SIGINT and _sigint_from_terminal():
+            return
+        try:
+            proc.send_signal(signum)
+        except ProcessLookupError:
+            pass
+
+    previous = {}
+    for sig in FORWARDED_SIGNALS:
+        try:
+            previous[sig] = signal.signal(sig, forward)
+        except (ValueError, OSError):  # not the main thread, or not allowed
+            pass
+    try:
+        try:
+            proc = subprocess.Popen([exe, *argv[1:]], env=dict(env))
+        except OSError as e:
+            if e.errno == errno.ENOEXEC:
+                raise CommandError(f"timewarp: {argv[0]}: cannot execute binary file: Exec format error", 126)
+            if e.errno in (errno.EACCES, errno.EPERM):
+                raise CommandError(f"timewarp: {argv[0]}: Permission denied", 126)
+            if e.errno == errno.ENOENT:  # e.g. a script whose interpreter is missing
+                raise CommandError(f"timewarp: {argv[0]}: {e.strerror}", 127)
+            raise CommandError(f"timewarp: {argv[0]}: {e.strerror or e}", 126)
+        while True:
+            try:
+                return proc.wait()
+            except KeyboardInterrupt:  # only if SIGINT was not ours to handle; keep waiting for the child
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def exit_status(returncode: int) -> int:
+    """A shell's view of a child's status: 128+N for a child killed by signal N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def die_like(returncode: int) -> int:
+    """For a child killed by a signal, kill ourselves with the same signal (so that our parent sees what a
+    shell would show); returns the exit status to use if that did not end us."""
+    if returncode < 0:
+        sig = -returncode
+        if sig not in (signal.SIGKILL, signal.SIGSTOP):
+            try:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                signal.signal(sig, signal.SIG_DFL)
+                os.kill(os.getpid(), sig)
+            except (OSError, ValueError):
+                pass
+    return exit_status(returncode)
+
+
+def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.PathLike | None = None,
+           trace: str | os.PathLike | None = None, strict: bool = False, gpu_name: str | None = None,
+           summary: bool = True) -> int:
+    """`timewarp run`: run argv under emulation, print the report's summary to stderr, return the exit
+    status (after re-raising a fatal signal on ourselves). Raises LauncherError or CommandError."""
+    lib = lib_dir()
+    rep = Report.open(report)
+    try:
+        env = dict(os.environ)
+        env.update(timewarp_env(gpu, num_gpus, rep.path, trace, strict, base_env=os.environ, lib=lib))
+        rc = run_child(argv, env)
+        if summary:
+            lines = summarize(rep.records(), gpu_name)
+            if lines:
+                if report is not None:
+                    lines.append(f"  report: {rep.path}")
+                if trace is not None:
+                    lines.append(f"  trace: {os.path.abspath(trace)}")
+                sys.stderr.write("\n".join(lines) + "\n")
+                sys.stderr.flush()
+    finally:
+        rep.cleanup()
+    return die_like(rc)

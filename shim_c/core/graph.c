@@ -1,0 +1,240 @@
+/* CUDA graphs: stream capture, explicit graphs, instantiation and launch.
+ *
+ * A captured operation is copied into the graph as a node. Instantiation predicts every node once and
+ * keeps the total, the number of kernels and the nodes with host-visible effects (copies, memsets, host
+ * functions), so that a launch costs one timeline placement whatever the graph's size. Nodes run back to
+ * back on the launching stream (branches captured on forked streams are serialised: a conservative
+ * estimate for graphs whose branches would overlap on the real GPU).
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "graph_internal.h"
+
+#define GRAPH_MAGIC 0x54574752u /* "TWGR" */
+#define EXEC_MAGIC 0x54574758u  /* "TWGX" */
+
+struct tw_graph_node { tw_op op; tw_graph *owner; };
+
+struct tw_graph {
+    uint32_t magic;
+    int dev;
+    tw_graph_node **nodes;
+    size_t n, cap;
+};
+
+struct tw_graph_exec {
+    uint32_t magic;
+    int dev;
+    tw_op *ops;
+    size_t n;
+    size_t *effects;          /* indices of nodes with host-visible effects */
+    size_t neffects;
+    uint64_t *offsets;        /* start of each node relative to the launch */
+    uint64_t total, kernels;
+};
+
+struct tw_capture {
+    tw_graph *graph;
+    uint64_t id;
+    int mode;
+    int invalidated;
+    tw_stream *origin;
+    tw_stream **streams;      /* streams that joined, to release at the end */
+    size_t nstreams, capstreams;
+};
+
+static uint64_t next_capture_id = 1;
+static __thread int thread_capture_mode; /* cudaStreamCaptureModeGlobal = 0 */
+
+static tw_err graph_append(tw_graph *g, const tw_op *op, tw_graph_node **out) {
+    if (g->n == g->cap) {
+        size_t nc = g->cap ? g->cap * 2 : 64;
+        tw_graph_node **nn = realloc(g->nodes, nc * sizeof *nn);
+        if (!nn) return TW_ERR_OUT_OF_MEMORY;
+        g->nodes = nn; g->cap = nc;
+    }
+    tw_graph_node *node = malloc(sizeof *node);
+    if (!node) return TW_ERR_OUT_OF_MEMORY;
+    node->op = *op;
+    node->owner = g;
+    g->nodes[g->n++] = node;
+    if (out) *out = node;
+    return TW_OK;
+}
+
+tw_err tw_graph_create(tw_graph **out) {
+    tw_init();
+    if (!out) return TW_ERR_INVALID_VALUE;
+    tw_graph *g = calloc(1, sizeof *g);
+    if (!g) return TW_ERR_OUT_OF_MEMORY;
+    g->magic = GRAPH_MAGIC;
+    g->dev = tw_get_device();
+    *out = g;
+    return TW_OK;
+}
+
+tw_err tw_graph_destroy(tw_graph *g) {
+    if (!g || g->magic != GRAPH_MAGIC) return TW_ERR_INVALID_HANDLE;
+    for (size_t i = 0; i < g->n; i++) free(g->nodes[i]);
+    free(g->nodes);
+    g->magic = 0;
+    free(g);
+    return TW_OK;
+}
+
+size_t tw_graph_num_nodes(const tw_graph *g) { return g && g->magic == GRAPH_MAGIC ? g->n : 0; }
+tw_graph_node *tw_graph_node_at(tw_graph *g, size_t i) { return g && g->magic == GRAPH_MAGIC && i < g->n ? g->nodes[i] : NULL; }
+
+tw_err tw_graph_add_op(tw_graph *g, const tw_op *op, tw_graph_node **out) {
+    if (!g || g->magic != GRAPH_MAGIC || !op) return TW_ERR_INVALID_VALUE;
+    TW_LOCK();
+    tw_err e = graph_append(g, op, out);
+    TW_UNLOCK();
+    return e;
+}
+
+/* ---------------------------------------------------------------- capture (lock held where noted) */
+tw_err tw_capture_begin(tw_stream *s, int mode) {
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    if (tw_stream_is_legacy(s)) return TW_ERR_CAPTURE_UNSUPPORTED;
+    tw_capture *c = calloc(1, sizeof *c);
+    if (!c) return TW_ERR_OUT_OF_MEMORY;
+    tw_graph *g;
+    tw_err e = tw_graph_create(&g);
+    if (e) { free(c); return e; }
+    g->dev = tw_stream_device(s);
+    TW_LOCK();
+    if (tw_stream_capture(s)) { TW_UNLOCK(); tw_graph_destroy(g); free(c); return TW_ERR_ILLEGAL_STATE; }
+    c->graph = g;
+    c->id = next_capture_id++;
+    c->mode = mode;
+    c->origin = s;
+    tw_capture_join(c, s);
+    TW_UNLOCK();
+    return TW_OK;
+}
+
+void tw_capture_join(tw_capture *c, tw_stream *s) {
+    if (c->nstreams == c->capstreams) {
+        size_t nc = c->capstreams ? c->capstreams * 2 : 4;
+        tw_stream **ns = realloc(c->streams, nc * sizeof *ns);
+        if (!ns) { c->invalidated = 1; return; }
+        c->streams = ns; c->capstreams = nc;
+    }
+    c->streams[c->nstreams++] = s;
+    tw_stream_set_capture(s, c);
+}
+
+tw_err tw_capture_append(tw_capture *c, tw_stream *s, const tw_op *op) {
+    (void)s;
+    if (c->invalidated) return TW_ERR_CAPTURE_INVALIDATED;
+    return graph_append(c->graph, op, NULL);
+}
+
+void tw_capture_invalidate(tw_capture *c) { c->invalidated = 1; }
+
+tw_err tw_capture_end(tw_stream *s, tw_graph **out) {
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    TW_LOCK();
+    tw_capture *c = tw_stream_capture(s);
+    if (!c) { TW_UNLOCK(); return TW_ERR_ILLEGAL_STATE; }
+    if (c->origin != s) { TW_UNLOCK(); return TW_ERR_CAPTURE_UNMATCHED; }
+    for (size_t i = 0; i < c->nstreams; i++) tw_stream_set_capture(c->streams[i], NULL);
+    int bad = c->invalidated;
+    tw_graph *g = c->graph;
+    TW_UNLOCK();
+    free(c->streams);
+    free(c);
+    if (bad) { tw_graph_destroy(g); if (out) *out = NULL; return TW_ERR_CAPTURE_INVALIDATED; }
+    if (out) *out = g; else tw_graph_destroy(g);
+    return TW_OK;
+}
+
+tw_capture_status tw_capture_status_of(tw_stream *s, uint64_t *id, tw_graph **graph) {
+    if (!s) return TW_CAPTURE_NONE;
+    TW_LOCK();
+    tw_capture *c = tw_stream_capture(s);
+    tw_capture_status st = !c ? TW_CAPTURE_NONE : c->invalidated ? TW_CAPTURE_INVALIDATED : TW_CAPTURE_ACTIVE;
+    if (c && id) *id = c->id;
+    if (c && graph) *graph = c->graph;
+    TW_UNLOCK();
+    return st;
+}
+
+int tw_capture_exchange_mode(int mode) {
+    int old = thread_capture_mode;
+    thread_capture_mode = mode;
+    return old;
+}
+
+/* ---------------------------------------------------------------- instantiate and launch */
+static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
+    tw_op *ops = malloc((g->n ? g->n : 1) * sizeof *ops);
+    size_t *eff = malloc((g->n ? g->n : 1) * sizeof *eff);
+    uint64_t *off = malloc((g->n ? g->n : 1) * sizeof *off);
+    if (!ops || !eff || !off) { free(ops); free(eff); free(off); return TW_ERR_OUT_OF_MEMORY; }
+    uint64_t total = 0, kernels = 0;
+    size_t ne = 0;
+    for (size_t i = 0; i < g->n; i++) {
+        ops[i] = g->nodes[i]->op;
+        if (!ops[i].duration && ops[i].kind != TW_OP_EVENT_RECORD && ops[i].kind != TW_OP_EVENT_WAIT)
+            ops[i].duration = tw_predict(g->dev, &ops[i]);
+        off[i] = total;
+        total += ops[i].duration;
+        if (ops[i].kind == TW_OP_KERNEL || ops[i].kind == TW_OP_COLLECTIVE) kernels++;
+        if (ops[i].kind == TW_OP_MEMCPY || ops[i].kind == TW_OP_MEMSET || ops[i].kind == TW_OP_HOST_FUNC) eff[ne++] = i;
+    }
+    free(x->ops); free(x->effects); free(x->offsets);
+    x->ops = ops; x->effects = eff; x->offsets = off;
+    x->n = g->n; x->neffects = ne; x->total = total; x->kernels = kernels; x->dev = g->dev;
+    return TW_OK;
+}
+
+tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out) {
+    if (!g || g->magic != GRAPH_MAGIC || !out) return TW_ERR_INVALID_VALUE;
+    tw_graph_exec *x = calloc(1, sizeof *x);
+    if (!x) return TW_ERR_OUT_OF_MEMORY;
+    x->magic = EXEC_MAGIC;
+    tw_err e = exec_fill(x, g);
+    if (e) { free(x); return e; }
+    *out = x;
+    return TW_OK;
+}
+
+tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g) {
+    if (!x || x->magic != EXEC_MAGIC || !g || g->magic != GRAPH_MAGIC) return TW_ERR_INVALID_VALUE;
+    return exec_fill(x, g);
+}
+
+tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
+    if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_HANDLE;
+    x->magic = 0;
+    free(x->ops); free(x->effects); free(x->offsets);
+    free(x);
+    return TW_OK;
+}
+
+uint64_t tw_graph_exec_duration(const tw_graph_exec *x) { return x->total ? x->total : 1; }
+uint64_t tw_graph_exec_kernels(const tw_graph_exec *x) { return x->kernels; }
+
+void tw_graph_exec_side_effects(const tw_graph_exec *x, uint64_t start) {
+    for (size_t i = 0; i < x->neffects; i++) {
+        size_t k = x->effects[i];
+        tw_op_side_effects(&x->ops[k], start + x->offsets[k]);
+    }
+}
+
+void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start) {
+    for (size_t i = 0; i < x->n; i++)
+        if (x->ops[i].kind != TW_OP_EVENT_RECORD && x->ops[i].kind != TW_OP_EVENT_WAIT)
+            tw_record(dev, stream_id, &x->ops[i], start + x->offsets[i], start + x->offsets[i] + x->ops[i].duration);
+}
+
+tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s) {
+    if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_VALUE;
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    tw_op op = {.kind = TW_OP_GRAPH, .exec = x, .label = "graph", .duration = tw_graph_exec_duration(x)};
+    return tw_enqueue(s, &op);
+}

@@ -1,0 +1,41 @@
+/* Private to the core: the shared lock, per-device state and helpers between core files. */
+#ifndef TW_CORE_INTERNAL_H
+#define TW_CORE_INTERNAL_H
+#include <pthread.h>
+#include <time.h>
+#include "tw/core.h"
+
+#define TW_MAX_DEVICES 64
+
+/* One lock for streams, events, graphs and memory: uncontended in the common single-threaded launch path. */
+extern pthread_mutex_t tw_lock;
+#define TW_LOCK() pthread_mutex_lock(&tw_lock)
+#define TW_UNLOCK() pthread_mutex_unlock(&tw_lock)
+
+typedef struct tw_device_state {
+    const tw_gpu_spec *spec;
+    struct tw_stream *legacy;        /* the legacy default stream */
+    uint64_t blocking_tail;          /* completion of the last op on any blocking stream (legacy ordering) */
+    uint64_t max_tail;               /* completion of the last op on any stream */
+    uint64_t busy_ns, kernels, copies;
+} tw_device_state;
+
+extern tw_device_state tw_devices[TW_MAX_DEVICES];
+extern int tw_ndevices;
+extern int tw_initialized;
+
+/* the real clock_gettime (vDSO), resolved once; core code never calls the interposed one */
+int tw_real_clock_gettime(clockid_t id, struct timespec *ts);
+uint64_t tw_thread_cpu_ns(void);
+
+void tw_memory_init(void);
+void tw_streams_init(void);
+void tw_trace_init(void);
+void tw_report_at_exit(void);
+/* run host functions whose virtual time has come (called after host waits) */
+void tw_hostfn_worker_start(void);
+void tw_hostfn_submit(void (*fn)(void *), void *data, uint64_t at);
+/* counts of unimplemented calls, for the report */
+void tw_unimplemented_foreach(void (*cb)(const char *lib, const char *name, long count, void *ctx), void *ctx);
+const char *tw_env(const char *name, const char *dflt);
+#endif

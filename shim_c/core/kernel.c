@@ -1,0 +1,55 @@
+/* Kernel identities: one tw_kernel per device function name, shared by every API that names it
+ * (registration by the runtime, modules loaded through the driver, the libraries' own launches). */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+#define KSLOTS_INIT 4096
+static tw_kernel **slots;
+static size_t nslots, nkernels;
+static pthread_mutex_t klock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t hash_str(const char *s) {
+    uint64_t h = 1469598103934665603ull;   /* FNV-1a */
+    while (*s) { h ^= (unsigned char)*s++; h *= 1099511628211ull; }
+    return h;
+}
+
+static void grow(void) {
+    size_t nn = nslots ? nslots * 2 : KSLOTS_INIT;
+    tw_kernel **ns = calloc(nn, sizeof *ns);
+    if (!ns) return;
+    for (size_t i = 0; i < nslots; i++) {
+        if (!slots[i]) continue;
+        size_t j = hash_str(slots[i]->name) & (nn - 1);
+        while (ns[j]) j = (j + 1) & (nn - 1);
+        ns[j] = slots[i];
+    }
+    free(slots);
+    slots = ns;
+    nslots = nn;
+}
+
+tw_kernel *tw_kernel_intern(const char *name) {
+    if (!name) name = "<unnamed kernel>";
+    pthread_mutex_lock(&klock);
+    if (nkernels * 2 >= nslots) grow();
+    size_t j = hash_str(name) & (nslots - 1);
+    while (slots[j] && strcmp(slots[j]->name, name)) j = (j + 1) & (nslots - 1);
+    tw_kernel *k = slots[j];
+    if (!k) {
+        k = calloc(1, sizeof *k);
+        if (k) {
+            k->name = strdup(name);
+            k->pretty = k->name;
+            k->id = (uint32_t)++nkernels;
+            k->n_params = -1;
+            k->max_threads = 1024;
+            k->num_regs = 32;
+            slots[j] = k;
+        }
+    }
+    pthread_mutex_unlock(&klock);
+    return k;
+}

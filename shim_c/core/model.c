@@ -1,0 +1,76 @@
+/* Durations from an analytical model: FLOPs and bytes over the device's measured rates, with a launch
+ * floor. This is the last layer of the predictor (the calibrated layers answer first once they exist);
+ * it is used alone until then. Kernels with no annotation are priced by their launch size: every thread
+ * is assumed to move 16 bytes, the typical vectorised elementwise access. */
+#define _GNU_SOURCE
+#include "internal.h"
+#include "graph_internal.h"
+
+/* cudaDataType_t values: R_16F 2, R_16BF 14, R_32F 0, R_64F 1, R_8I 3, R_8F_E4M3 28, R_8F_E5M2 29 */
+static double elt_bytes(int t) {
+    switch (t) {
+    case 0: return 4; case 1: return 8; case 2: case 14: return 2;
+    case 3: case 28: case 29: return 1; case 4: return 8; /* C_32F */ case 5: return 16;
+    default: return 2;
+    }
+}
+
+static double peak_for(const tw_gpu_spec *s, int a_type, int compute_type) {
+    if (a_type == 28 || a_type == 29) return s->peak_flops_fp8;
+    if (a_type == 2 || a_type == 14 || a_type == 3) return s->peak_flops_bf16;
+    /* fp32 inputs: TF32 tensor cores when the compute type allows it (CUBLAS_COMPUTE_32F_FAST_TF32 = 77) */
+    if (compute_type == 77) return s->peak_flops_bf16 / 2;
+    if (a_type == 1) return s->peak_flops_fp32 / 2;
+    return s->peak_flops_fp32;
+}
+
+static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 0.5); }
+
+uint64_t tw_predict(int dev, const tw_op *op) {
+    const tw_gpu_spec *s = tw_device_spec(dev);
+    if (!s) return 1;
+    double floor = s->launch_floor_s;
+    switch (op->kind) {
+    case TW_OP_KERNEL:
+    case TW_OP_COLLECTIVE: {
+        const tw_annotation *a = &op->ann;
+        if (a->kind == TW_ANN_GEMM) {
+            double m = a->u.gemm.m, n = a->u.gemm.n, k = a->u.gemm.k, b = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
+            double flops = 2 * m * n * k * b;
+            double bytes = b * ((m * k) * elt_bytes(a->u.gemm.a_type) + (k * n) * elt_bytes(a->u.gemm.b_type) +
+                                (m * n) * elt_bytes(a->u.gemm.c_type));
+            double t = flops / peak_for(s, a->u.gemm.a_type, a->u.gemm.compute_type);
+            double tb = bytes / s->mem_bw;
+            return secs_to_ns((t > tb ? t : tb) + floor);
+        }
+        if (a->kind == TW_ANN_ATTENTION) {
+            double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
+                   hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
+            double pairs = q * kv;
+            if (a->u.attn.causal && q > 1) pairs = q * kv - q * (q - 1) / 2; /* the masked triangle is skipped */
+            double flops = 4 * b * h * pairs * d;
+            double bytes = 2 * b * d * (2 * q * h + 2 * kv * hk);
+            double t = flops / (s->peak_flops_bf16 * 0.6), tb = bytes / s->mem_bw; /* attention reaches ~60% */
+            return secs_to_ns((t > tb ? t : tb) + floor);
+        }
+        if (a->kind == TW_ANN_COLLECTIVE) {
+            /* one rank: a local copy; multi-rank costs come from the coordinator */
+            return secs_to_ns(2.0 * a->u.coll.bytes / s->mem_bw + floor);
+        }
+        double threads = (double)op->grid[0] * op->grid[1] * op->grid[2] * op->block[0] * op->block[1] * op->block[2];
+        return secs_to_ns(threads * 16.0 / s->mem_bw + floor);
+    }
+    case TW_OP_MEMCPY: {
+        double bw, lat = 2e-6;
+        switch (op->dir) {
+        case TW_COPY_H2D: case TW_COPY_D2H: bw = op->pinned ? s->pcie_bw : s->pcie_bw * 0.4; break;
+        case TW_COPY_D2D: bw = s->mem_bw / 2; lat = floor; break;   /* read and write */
+        default: bw = 20e9; lat = 1e-6; break;
+        }
+        return secs_to_ns(op->bytes / bw + lat);
+    }
+    case TW_OP_MEMSET: return secs_to_ns(op->bytes / s->mem_bw + floor);
+    case TW_OP_GRAPH: return tw_graph_exec_duration(op->exec);
+    default: return 1;
+    }
+}

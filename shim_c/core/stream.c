@@ -1,0 +1,224 @@
+/* Streams and their virtual timelines.
+ *
+ * Each stream has a tail: the virtual time its last operation completes. An operation starts at the
+ * latest of the stream's tail, the host's virtual time when it was issued, and the legacy default
+ * stream's ordering (the legacy stream waits for every blocking stream of its device and they wait for
+ * it); it ends after its predicted duration. Nothing runs: a host wait (synchronize, a blocking copy, an
+ * event wait) moves the waiting thread's clock to the completion time. On a capturing stream an
+ * operation is appended to the capture's graph instead.
+ */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+#include "graph_internal.h"
+
+#define STREAM_MAGIC 0x54575354u /* "TWST" */
+#define STREAM_NONBLOCKING 0x1u
+
+struct tw_stream {
+    uint32_t magic;
+    uint64_t id;
+    int dev;
+    unsigned flags;
+    int priority;
+    int legacy, per_thread;
+    uint64_t tail;
+    tw_capture *cap;        /* the capture this stream takes part in, or NULL */
+    struct tw_stream *next_free;
+};
+
+static uint64_t next_stream_id = 1;
+static tw_stream *free_streams;     /* destroyed streams are reused, never freed: stale handles stay readable */
+static __thread tw_stream *per_thread_streams[TW_MAX_DEVICES];
+
+static tw_stream *stream_new(int dev, unsigned flags, int prio) {
+    tw_stream *s = free_streams;
+    if (s) free_streams = s->next_free;
+    else s = calloc(1, sizeof *s);
+    if (!s) return NULL;
+    memset(s, 0, sizeof *s);
+    s->magic = STREAM_MAGIC;
+    s->id = next_stream_id++;
+    s->dev = dev;
+    s->flags = flags;
+    s->priority = prio;
+    return s;
+}
+
+void tw_streams_init(void) {
+    for (int d = 0; d < tw_ndevices; d++) {
+        tw_devices[d].legacy = stream_new(d, 0, 0);
+        tw_devices[d].legacy->legacy = 1;
+    }
+    tw_hostfn_worker_start();
+}
+
+tw_stream *tw_stream_get(void *handle, int per_thread_default) {
+    tw_init();
+    int dev = tw_get_device();
+    if (dev >= tw_ndevices) return NULL;
+    if (handle == NULL) handle = per_thread_default ? TW_STREAM_PER_THREAD : TW_STREAM_LEGACY;
+    if (handle == TW_STREAM_LEGACY) return tw_devices[dev].legacy;
+    if (handle == TW_STREAM_PER_THREAD) {
+        tw_stream *s = per_thread_streams[dev];
+        if (!s) {
+            TW_LOCK();
+            s = stream_new(dev, 0, 0);
+            if (s) s->per_thread = 1;
+            TW_UNLOCK();
+            per_thread_streams[dev] = s;
+        }
+        return s;
+    }
+    tw_stream *s = handle;
+    return s->magic == STREAM_MAGIC ? s : NULL;
+}
+
+tw_err tw_stream_create(int dev, unsigned flags, int priority, tw_stream **out) {
+    tw_init();
+    if (!out) return TW_ERR_INVALID_VALUE;
+    if (dev < 0 || dev >= tw_ndevices) return TW_ERR_INVALID_DEVICE;
+    /* priorities are clamped to the device's range [-5, 0], as CUDA does */
+    if (priority > 0) priority = 0;
+    if (priority < -5) priority = -5;
+    TW_LOCK();
+    tw_stream *s = stream_new(dev, flags, priority);
+    TW_UNLOCK();
+    if (!s) return TW_ERR_OUT_OF_MEMORY;
+    *out = s;
+    return TW_OK;
+}
+
+tw_err tw_stream_destroy(tw_stream *s) {
+    if (!s || s->magic != STREAM_MAGIC || s->legacy || s->per_thread) return TW_ERR_INVALID_HANDLE;
+    TW_LOCK();
+    s->magic = 0;
+    s->next_free = free_streams;
+    free_streams = s;
+    TW_UNLOCK();
+    return TW_OK;
+}
+
+int tw_stream_device(const tw_stream *s) { return s->dev; }
+unsigned tw_stream_flags(const tw_stream *s) { return s->flags; }
+int tw_stream_priority(const tw_stream *s) { return s->priority; }
+uint64_t tw_stream_id(const tw_stream *s) { return s->id; }
+tw_capture *tw_stream_capture(const tw_stream *s) { return s->cap; }
+void tw_stream_set_capture(tw_stream *s, tw_capture *c) { s->cap = c; }
+int tw_stream_is_legacy(const tw_stream *s) { return s->legacy; }
+
+/* Place an operation of duration dur on s, issued by the host at virtual time host: returns its start
+ * and updates the timelines. Called with the lock held. */
+static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_out) {
+    tw_device_state *D = &tw_devices[s->dev];
+    uint64_t start = s->tail > host ? s->tail : host;
+    int blocking = !(s->flags & STREAM_NONBLOCKING);
+    if (s->legacy) { if (D->blocking_tail > start) start = D->blocking_tail; }
+    else if (blocking && D->legacy->tail > start) start = D->legacy->tail;
+    uint64_t end = start + dur;
+    s->tail = end;
+    if (blocking || s->legacy) { if (end > D->blocking_tail) D->blocking_tail = end; }
+    if (end > D->max_tail) D->max_tail = end;
+    *end_out = end;
+    return start;
+}
+
+uint64_t tw_stream_place_marker(tw_stream *s) {
+    uint64_t host = tw_now(), end;
+    TW_LOCK();
+    place(s, host, 0, &end);
+    TW_UNLOCK();
+    return end;
+}
+
+void tw_stream_advance_to(tw_stream *s, uint64_t t) {
+    TW_LOCK();
+    if (s->tail < t) s->tail = t;
+    tw_device_state *D = &tw_devices[s->dev];
+    if (!(s->flags & STREAM_NONBLOCKING) || s->legacy) { if (t > D->blocking_tail) D->blocking_tail = t; }
+    if (t > D->max_tail) D->max_tail = t;
+    TW_UNLOCK();
+}
+
+/* side effects of an op that has been placed: the data it moves and the host function it calls */
+void tw_op_side_effects(const tw_op *op, uint64_t start) {
+    switch (op->kind) {
+    case TW_OP_MEMCPY: tw_mem_copy_now(op->dst, op->src, op->bytes); break;
+    case TW_OP_MEMSET: tw_mem_set_now(op->dst, op->value, op->bytes); break;
+    case TW_OP_HOST_FUNC: if (op->fn) tw_hostfn_submit(op->fn, op->fn_data, start); break;
+    default: break;
+    }
+}
+
+tw_err tw_enqueue(tw_stream *s, tw_op *op) {
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    uint64_t host = tw_now();
+    TW_LOCK();
+    if (s->cap) {
+        tw_err e = tw_capture_append(s->cap, s, op);
+        TW_UNLOCK();
+        return e;
+    }
+    int dev = s->dev;
+    if (!op->duration) op->duration = tw_predict(dev, op);
+    uint64_t end, start = place(s, host, op->duration, &end);
+    tw_device_state *D = &tw_devices[dev];
+    if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) D->copies++;
+    else if (op->kind == TW_OP_GRAPH) D->kernels += tw_graph_exec_kernels(op->exec);
+    else if (op->kind != TW_OP_HOST_FUNC) D->kernels++;
+    D->busy_ns += op->duration;
+    tw_record(dev, s->id, op, start, end);
+    TW_UNLOCK();
+    if (op->kind == TW_OP_GRAPH) tw_graph_exec_side_effects(op->exec, start);
+    else tw_op_side_effects(op, start);
+    return TW_OK;
+}
+
+tw_err tw_stream_synchronize(tw_stream *s) {
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    TW_LOCK();
+    if (s->cap) { tw_capture_invalidate(s->cap); TW_UNLOCK(); return TW_ERR_CAPTURE_UNSUPPORTED; }
+    uint64_t t = s->tail;
+    if (s->legacy) t = tw_devices[s->dev].blocking_tail;
+    TW_UNLOCK();
+    tw_wait_until(t);
+    return TW_OK;
+}
+
+tw_err tw_stream_query(tw_stream *s) {
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    TW_LOCK();
+    if (s->cap) { TW_UNLOCK(); return TW_ERR_CAPTURE_UNSUPPORTED; }
+    uint64_t t = s->legacy ? tw_devices[s->dev].blocking_tail : s->tail;
+    TW_UNLOCK();
+    return tw_now() >= t ? TW_OK : TW_ERR_NOT_READY;
+}
+
+tw_err tw_device_synchronize(int dev) {
+    tw_init();
+    uint64_t t = 0;
+    TW_LOCK();
+    for (int d = 0; d < tw_ndevices; d++)
+        if ((dev < 0 || d == dev) && tw_devices[d].max_tail > t) t = tw_devices[d].max_tail;
+    TW_UNLOCK();
+    tw_wait_until(t);
+    return TW_OK;
+}
+
+tw_err tw_copy_sync(tw_stream *s, void *dst, const void *src, size_t n, tw_copy_dir dir) {
+    if (!s) return TW_ERR_INVALID_HANDLE;
+    if (s->cap) return TW_ERR_CAPTURE_UNSUPPORTED;
+    tw_op op = {.kind = TW_OP_MEMCPY, .dir = dir, .bytes = n, .dst = dst, .src = src, .label = "memcpy"};
+    tw_alloc a;
+    op.pinned = (dir == TW_COPY_D2H && tw_mem_lookup(dst, &a) && a.kind == TW_MEM_HOST_PINNED) ||
+                (dir == TW_COPY_H2D && tw_mem_lookup(src, &a) && a.kind == TW_MEM_HOST_PINNED);
+    tw_err e = tw_enqueue(s, &op);
+    if (e) return e;
+    /* a synchronous copy returns once it is done: the host waits for the stream up to the copy's end */
+    TW_LOCK();
+    uint64_t t = s->tail;
+    TW_UNLOCK();
+    tw_wait_until(t);
+    return TW_OK;
+}

@@ -1,0 +1,121 @@
+/* Records of what ran on the virtual timelines: a Chrome/Perfetto trace (TIMEWARP_TRACE=file) and the
+ * per-process report line (TIMEWARP_REPORT=file, JSON lines appended at exit) that `timewarp run`
+ * summarises. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/file.h>
+#include "internal.h"
+#include "graph_internal.h"
+
+typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, stream; int dev, kind; uint32_t grid[3], block[3]; } rec;
+static rec *recs;
+static size_t nrecs, caprecs, maxrecs = 2000000;
+static int tracing;
+static const char *trace_path, *report_path;
+void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start);
+
+void tw_trace_init(void) {
+    trace_path = getenv("TIMEWARP_TRACE");
+    report_path = getenv("TIMEWARP_REPORT");
+    tracing = trace_path && *trace_path;
+    const char *m = getenv("TIMEWARP_TRACE_MAX");
+    if (m) maxrecs = strtoull(m, NULL, 0);
+}
+
+/* called with tw_lock held */
+void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end) {
+    if (!tracing) return;
+    if (op->kind == TW_OP_GRAPH && op->exec) { tw_graph_exec_trace(op->exec, dev, stream_id, start); return; }
+    if (nrecs >= maxrecs) return;
+    if (nrecs == caprecs) {
+        size_t nc = caprecs ? caprecs * 2 : 65536;
+        rec *nr = realloc(recs, nc * sizeof *nr);
+        if (!nr) return;
+        recs = nr; caprecs = nc;
+    }
+    rec *r = &recs[nrecs++];
+    *r = (rec){op->kernel, op->label, start, end, stream_id, dev, op->kind, {op->grid[0], op->grid[1], op->grid[2]},
+               {op->block[0], op->block[1], op->block[2]}};
+}
+
+static void json_str(FILE *f, const char *s) {
+    fputc('"', f);
+    for (; s && *s; s++) {
+        if (*s == '"' || *s == '\\') { fputc('\\', f); fputc(*s, f); }
+        else if ((unsigned char)*s < 0x20) fprintf(f, "\\u%04x", *s);
+        else fputc(*s, f);
+    }
+    fputc('"', f);
+}
+
+static void write_trace(void) {
+    FILE *f = fopen(trace_path, "w");
+    if (!f) { tw_log("cannot write trace %s", trace_path); return; }
+    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+    for (size_t i = 0; i < nrecs; i++) {
+        rec *r = &recs[i];
+        fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
+                (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
+        json_str(f, r->k ? r->k->name : r->label);
+        fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]}}\n", r->grid[0], r->grid[1], r->grid[2],
+                r->block[0], r->block[1], r->block[2]);
+    }
+    fprintf(f, "]}\n");
+    fclose(f);
+}
+
+struct unimpl_ctx { FILE *f; int n; };
+static void unimpl_cb(const char *lib, const char *name, long count, void *p) {
+    struct unimpl_ctx *c = p;
+    fprintf(c->f, "%s", c->n++ ? "," : "");
+    json_str(c->f, name);
+    fprintf(c->f, ":{\"lib\":");
+    json_str(c->f, lib);
+    fprintf(c->f, ",\"calls\":%ld}", count);
+}
+
+void tw_report_at_exit(void) {
+    uint64_t now = tw_now();
+    if (tracing) write_trace();
+    if (!report_path || !*report_path) return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    if (!f) return;
+    char argv0[256] = "";
+    int fd = open("/proc/self/cmdline", O_RDONLY);
+    if (fd >= 0) {
+        ssize_t n = read(fd, argv0, sizeof argv0 - 1);
+        if (n > 0) { argv0[n] = 0; for (ssize_t i = 0; i < n - 1; i++) if (!argv0[i]) argv0[i] = ' '; }
+        close(fd);
+    }
+    fprintf(f, "{\"pid\":%d,\"argv\":", (int)getpid());
+    json_str(f, argv0);
+    fprintf(f, ",\"gpu\":");
+    json_str(f, tw_ndevices ? tw_devices[0].spec->key : "");
+    fprintf(f, ",\"virtual_s\":%.9f,\"devices\":[", now / 1e9);
+    for (int d = 0; d < tw_ndevices; d++) {
+        tw_device_state *D = &tw_devices[d];
+        fprintf(f, "%s{\"index\":%d,\"busy_s\":%.9f,\"kernels\":%llu,\"copies\":%llu,\"mem_used\":%zu}", d ? "," : "", d,
+                D->busy_ns / 1e9, (unsigned long long)D->kernels, (unsigned long long)D->copies, tw_mem_used(d));
+    }
+    fprintf(f, "],\"unimplemented\":{");
+    struct unimpl_ctx c = {f, 0};
+    tw_unimplemented_foreach(unimpl_cb, &c);
+    fprintf(f, "}}\n");
+    fclose(f);
+    /* one write of the whole line under an advisory lock: several processes append to one report */
+    int out = open(report_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
+    if (out >= 0) {
+        flock(out, LOCK_EX);
+        ssize_t w = write(out, buf, len);
+        (void)w;
+        flock(out, LOCK_UN);
+        close(out);
+    }
+    free(buf);
+}

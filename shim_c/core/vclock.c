@@ -1,0 +1,106 @@
+/* The virtual clock of this process.
+ *
+ * Virtual time is ns since the process's virtual epoch (the wall-clock instant the core first ran). Each
+ * thread keeps its own reading; a reading charges the thread's CPU time since its previous reading, scaled
+ * by TIMEWARP_HOST_SPEED (CPU seconds of the target host per CPU second here, measured, default 1), so a
+ * loaded emulation host does not slow the virtual timeline. The process clock is the maximum over all
+ * threads' readings, and a thread never reads less than it: threads that run in parallel each add their
+ * own CPU time to the same base instead of adding up. GPU waits jump the reading to the completion time.
+ * (The cross-process time keeper of the coordinator refines this; see docs/VIRTUAL_TIME.md.)
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#include "internal.h"
+
+static _Atomic uint64_t process_now;
+static __thread uint64_t thread_now;
+static __thread uint64_t thread_cpu_last;
+static __thread int thread_started;
+static double host_speed = 1.0;
+static int64_t epoch_realtime, epoch_monotonic;
+static int (*real_clock_gettime)(clockid_t, struct timespec *);
+
+static long raw_clock_gettime(clockid_t id, struct timespec *ts) {
+#if defined(__x86_64__)
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_clock_gettime), "D"((long)id), "S"(ts) : "rcx", "r11", "memory");
+    return ret;
+#elif defined(__aarch64__)
+    register long x8 __asm__("x8") = SYS_clock_gettime;
+    register long x0 __asm__("x0") = id;
+    register long x1 __asm__("x1") = (long)ts;
+    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
+    return x0;
+#else
+#error "raw clock_gettime: unsupported architecture"
+#endif
+}
+
+int tw_real_clock_gettime(clockid_t id, struct timespec *ts) {
+    if (real_clock_gettime) return real_clock_gettime(id, ts);
+    return raw_clock_gettime(id, ts) == 0 ? 0 : -1;
+}
+
+static inline uint64_t ts_ns(const struct timespec *ts) { return (uint64_t)ts->tv_sec * 1000000000ull + ts->tv_nsec; }
+
+uint64_t tw_thread_cpu_ns(void) {
+    struct timespec ts;
+    raw_clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return ts_ns(&ts);
+}
+
+__attribute__((constructor(101))) static void vclock_init(void) {
+    if (epoch_monotonic) return;
+    struct timespec r, m;
+    raw_clock_gettime(CLOCK_REALTIME, &r);
+    raw_clock_gettime(CLOCK_MONOTONIC, &m);
+    epoch_realtime = (int64_t)ts_ns(&r);
+    epoch_monotonic = (int64_t)ts_ns(&m);
+    const char *hs = getenv("TIMEWARP_HOST_SPEED");
+    if (hs && atof(hs) > 0) host_speed = atof(hs);
+    /* Resolve the vDSO-backed clock_gettime for the waits that need real time; readings of the virtual
+     * clock only need the CPU-time clock, which is a plain system call. */
+    real_clock_gettime = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+}
+
+void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns) {
+    /* reached from another library's constructor before ours ran */
+    if (__builtin_expect(!epoch_monotonic, 0)) vclock_init();
+    if (realtime_ns) *realtime_ns = epoch_realtime;
+    if (monotonic_ns) *monotonic_ns = epoch_monotonic;
+}
+
+static inline void publish(uint64_t t) {
+    uint64_t g = atomic_load_explicit(&process_now, memory_order_relaxed);
+    while (g < t && !atomic_compare_exchange_weak_explicit(&process_now, &g, t, memory_order_relaxed, memory_order_relaxed)) {}
+}
+
+uint64_t tw_now(void) {
+    uint64_t cpu = tw_thread_cpu_ns();
+    uint64_t g = atomic_load_explicit(&process_now, memory_order_relaxed);
+    if (__builtin_expect(!thread_started, 0)) {
+        /* a new thread starts at the process clock */
+        thread_started = 1;
+        thread_cpu_last = cpu;
+        thread_now = g;
+    }
+    uint64_t d = cpu - thread_cpu_last;
+    thread_cpu_last = cpu;
+    uint64_t t = thread_now + (host_speed == 1.0 ? d : (uint64_t)(d * host_speed));
+    if (t < g) t = g;
+    thread_now = t;
+    publish(t);
+    return t;
+}
+
+void tw_wait_until(uint64_t t) {
+    uint64_t now = tw_now();
+    if (t > now) {
+        thread_now = t;
+        publish(t);
+    }
+}

@@ -1,0 +1,145 @@
+/* Interposers for the libc calls that read time or wait with a deadline (time.c, sleep.c, wait.c,
+ * syscall.c), and the few helpers they share (common.c). Every program's reading of time goes through the
+ * virtual clock of shim_c/include/tw/core.h; every wait with a deadline is translated onto it.
+ *
+ * Switch: TIMEWARP_VIRTUAL_TIME=0 makes every interposer pass straight through to libc.
+ *
+ * While a thread is inside a core call made from here, the interposers pass through (a per-thread flag), so
+ * the core may call libc's clock and wait functions. Calls into the core from elsewhere (the CUDA front
+ * ends) are not flagged: there the core must use its own tw_real_clock_gettime() (core/internal.h).
+ */
+#ifndef TW_LIBC_H
+#define TW_LIBC_H
+
+#include <stdint.h>
+#include <time.h>
+
+#include "tw/core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---------------------------------------------------------------- what the core provides */
+/* A thread sleeps until virtual time virt_ns (nanosleep, an empty poll...): a pure wait, nothing else can
+ * wake it. The core may jump the clock to virt_ns (when no other thread can act earlier) and should block
+ * the thread only a short bounded real time. common.c holds a weak fallback: tw_wait_until(t) then
+ * sched_yield(). */
+void tw_sleep_until(uint64_t virt_ns);
+
+/* ---------------------------------------------------------------- internal to shim_c/libc/ */
+#define TW_HIDDEN __attribute__((visibility("hidden")))
+
+/* The real libc clock_gettime, whatever the switch says (the raw system call before it is resolved). */
+int tw_libc_real_clock_gettime(clockid_t clk, struct timespec *tp) TW_HIDDEN;
+
+enum { TW_LIBC_UNINIT = 0, TW_LIBC_OFF = 1, TW_LIBC_ON = 2 };
+extern int tw_libc_state TW_HIDDEN;
+/* >0 while the thread is inside the shim (a core call, init): interposers pass through. */
+extern __thread int tw_libc_depth TW_HIDDEN __attribute__((tls_model("initial-exec")));
+int tw_libc_init(void) TW_HIDDEN;
+/* 1 once the core's clock epoch is known (tw_clock_epoch() answered non-zero). */
+extern int tw_libc_epoch_ok TW_HIDDEN;
+int tw_libc_load_epochs(void) TW_HIDDEN;
+
+/* 1 when the calling interposer must apply virtual time; 0: pass through. Time stays real until the core
+ * has an epoch (a library constructor may run before the core's), so that sleeps and clock readings agree. */
+static inline int tw_libc_virtual(void) {
+    int s = __atomic_load_n(&tw_libc_state, __ATOMIC_ACQUIRE);
+    if (__builtin_expect(s == TW_LIBC_UNINIT, 0)) s = tw_libc_init();
+    if (s != TW_LIBC_ON || tw_libc_depth != 0) return 0;
+    if (__builtin_expect(__atomic_load_n(&tw_libc_epoch_ok, __ATOMIC_ACQUIRE), 1)) return 1;
+    return tw_libc_load_epochs();
+}
+
+/* The real functions, resolved once by tw_libc_init() (NULL where libc lacks one). */
+struct pollfd;
+struct epoll_event;
+struct timeval;
+struct timespec;
+typedef struct tw_libc_real {
+    int (*clock_gettime)(clockid_t, struct timespec *);
+    int (*gettimeofday)(struct timeval *, void *);
+    time_t (*time)(time_t *);
+    int (*ftime)(void *);
+    int (*timespec_get)(struct timespec *, int);
+    int (*nanosleep)(const struct timespec *, struct timespec *);
+    int (*clock_nanosleep)(clockid_t, int, const struct timespec *, struct timespec *);
+    int (*usleep)(unsigned);
+    unsigned (*sleep)(unsigned);
+    int (*poll)(struct pollfd *, unsigned long, int);
+    int (*ppoll)(struct pollfd *, unsigned long, const struct timespec *, const void *);
+    int (*poll_chk)(struct pollfd *, unsigned long, int, unsigned long);
+    int (*ppoll_chk)(struct pollfd *, unsigned long, const struct timespec *, const void *, unsigned long);
+    int (*select)(int, void *, void *, void *, struct timeval *);
+    int (*pselect)(int, void *, void *, void *, const struct timespec *, const void *);
+    int (*epoll_wait)(int, struct epoll_event *, int, int);
+    int (*epoll_pwait)(int, struct epoll_event *, int, int, const void *);
+    int (*epoll_pwait2)(int, struct epoll_event *, int, const struct timespec *, const void *);
+    int (*cond_timedwait)(void *, void *, const struct timespec *);
+    int (*cond_clockwait)(void *, void *, clockid_t, const struct timespec *);
+    int (*sem_timedwait)(void *, const struct timespec *);
+    int (*sem_clockwait)(void *, clockid_t, const struct timespec *);
+    int (*mutex_timedlock)(void *, const struct timespec *);
+    int (*mutex_clocklock)(void *, clockid_t, const struct timespec *);
+    int (*rwlock_timedrdlock)(void *, const struct timespec *);
+    int (*rwlock_timedwrlock)(void *, const struct timespec *);
+    int (*rwlock_clockrdlock)(void *, clockid_t, const struct timespec *);
+    int (*rwlock_clockwrlock)(void *, clockid_t, const struct timespec *);
+    int (*timedjoin_np)(unsigned long, void **, const struct timespec *);
+    int (*clockjoin_np)(unsigned long, void **, clockid_t, const struct timespec *);
+    int (*sigtimedwait)(const void *, void *, const struct timespec *);
+    long (*syscall)(long, ...);
+} tw_libc_real;
+extern tw_libc_real tw_real TW_HIDDEN;
+
+/* The syscall instruction, libc-style result (-1 and errno). For syscall() before libc's is resolved. */
+long tw_raw_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6) TW_HIDDEN;
+
+/* ---- virtual clock helpers (common.c) */
+#define TW_NS 1000000000LL
+/* tw_now() for this thread, never below its previous reading. */
+uint64_t tw_libc_now(void) TW_HIDDEN;
+/* The virtual clock's value, in ns, at virtual time 0 on clock clk (the wall clock's value at the virtual
+ * epoch). Returns 0 and sets *base for a clock that is virtualised; -1 for one that passes through (CPU-time
+ * clocks, dynamic clocks, unknown ids; every clock while the core has no epoch yet). */
+int tw_libc_clock_base(clockid_t clk, int64_t *base) TW_HIDDEN;
+/* An absolute deadline on clock clk, as a caller computed it from the virtual clock, translated into a real
+ * deadline on the same clock for the same remaining duration. Returns 1 and fills *real_abs and *target (the
+ * deadline in virtual time) when translated; 0 when the call must pass through unchanged (no deadline, a
+ * clock that is not virtualised, a malformed timespec the real call should reject). */
+int tw_libc_abs_deadline(clockid_t clk, const struct timespec *abs, struct timespec *real_abs,
+                         uint64_t *target) TW_HIDDEN;
+/* A wait with a deadline timed out: advance the thread's virtual time to target without sleeping.
+ * Preserves errno. */
+void tw_libc_timed_out(uint64_t target) TW_HIDDEN;
+/* A pure sleep until target (virtual time). Preserves errno. */
+void tw_libc_sleep_until(uint64_t target) TW_HIDDEN;
+
+static inline int64_t tw_ts_ns(const struct timespec *ts) { return (int64_t)ts->tv_sec * TW_NS + ts->tv_nsec; }
+static inline struct timespec tw_ns_ts(int64_t ns) {
+    struct timespec ts;
+    ts.tv_sec = ns / TW_NS;
+    ts.tv_nsec = ns % TW_NS;
+    if (ts.tv_nsec < 0) { ts.tv_nsec += TW_NS; ts.tv_sec -= 1; }
+    return ts;
+}
+static inline int tw_ts_valid(const struct timespec *ts) {
+    return ts->tv_sec >= 0 && ts->tv_nsec >= 0 && ts->tv_nsec < TW_NS;
+}
+/* libc's headers declare some pointers nonnull, which lets the compiler drop a NULL check; the kernel
+ * answers EFAULT instead, and so should we. */
+static inline int tw_nonnull(const void *p) {
+    __asm__("" : "+r"(p));
+    return p != 0;
+}
+/* a + b, saturating at INT64_MAX (a timeout of years must not wrap) */
+static inline int64_t tw_add_sat(int64_t a, int64_t b) {
+    int64_t r;
+    return __builtin_add_overflow(a, b, &r) ? INT64_MAX : r;
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

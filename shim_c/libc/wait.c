@@ -1,0 +1,273 @@
+/* Waits with a deadline on something another thread or process can end: poll, ppoll, select, pselect,
+ * epoll_wait, epoll_pwait, epoll_pwait2, sigtimedwait, pthread_cond_timedwait/clockwait, sem_timedwait/
+ * clockwait, pthread_mutex_timedlock/clocklock, pthread_rwlock_timed{rd,wr}lock/clock{rd,wr}lock, pthread_timedjoin_np/
+ * clockjoin_np. (Futex waits: syscall.c.)
+ *
+ * The rule:
+ * - a wait with nothing to wait on (poll with no descriptors or only negative ones, select with empty sets)
+ *   is a sleep (sleep.c's semantics);
+ * - a relative zero timeout passes through unchanged: it is a non-blocking check;
+ * - a wait without timeout passes through;
+ * - otherwise the real call gets the same remaining duration: a relative timeout unchanged, an absolute
+ *   deadline translated from the caller's virtual clock to the real one (deadline_virtual - now_virtual
+ *   from now on the real clock; a deadline already past becomes "now", a non-blocking check). If the real
+ *   call times out, the thread's virtual time advances to the deadline (tw_wait_until, no sleep).
+ * A wait that ends early (an event, a signal) charges nothing more than the thread's CPU time.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <time.h>
+
+#include "tw_libc.h"
+
+/* ---------------------------------------------------------------- helpers */
+/* Start of a wait with a relative timeout of rel_ns (> 0): its virtual deadline. */
+static inline uint64_t tw_rel_target(int64_t rel_ns) {
+    return (uint64_t)tw_add_sat((int64_t)tw_libc_now(), rel_ns);
+}
+
+static void tw_sleep_to(uint64_t target) {
+    pthread_testcancel(); /* every wait here is a cancellation point */
+    tw_libc_sleep_until(target);
+}
+
+/* ---------------------------------------------------------------- poll */
+static int tw_pollfds_empty(const struct pollfd *fds, nfds_t n) {
+    for (nfds_t i = 0; i < n; i++)
+        if (fds[i].fd >= 0) return 0;
+    return 1;
+}
+
+TW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
+    if (!tw_libc_virtual() || timeout <= 0) return tw_real.poll(fds, n, timeout);
+    uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
+    if (tw_pollfds_empty(fds, n)) {
+        for (nfds_t i = 0; i < n; i++) fds[i].revents = 0;
+        tw_sleep_to(target);
+        return 0;
+    }
+    int r = tw_real.poll(fds, n, timeout);
+    if (r == 0) tw_libc_timed_out(target);
+    return r;
+}
+
+int __poll(struct pollfd *fds, nfds_t n, int timeout);
+TW_EXPORT int __poll(struct pollfd *fds, nfds_t n, int timeout) { return poll(fds, n, timeout); }
+
+TW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
+    if (!tw_libc_virtual() || !tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+        return tw_real.ppoll(fds, n, tmo, mask);
+    uint64_t target = tw_rel_target(tw_ts_ns(tmo));
+    if (tw_pollfds_empty(fds, n)) { /* a sleep; the signal mask is not applied (see sleep.c on signals) */
+        for (nfds_t i = 0; i < n; i++) fds[i].revents = 0;
+        tw_sleep_to(target);
+        return 0;
+    }
+    int r = tw_real.ppoll(fds, n, tmo, mask);
+    if (r == 0) tw_libc_timed_out(target);
+    return r;
+}
+
+/* _FORTIFY_SOURCE builds call these instead of poll/ppoll; glibc's versions then call __poll internally,
+ * past any interposer. Keep their check (real one aborts on a short array), then do ours. */
+int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen);
+int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask, size_t fdslen);
+
+TW_EXPORT int __poll_chk(struct pollfd *fds, nfds_t n, int timeout, size_t fdslen) {
+    if (fdslen / sizeof(*fds) < n && tw_real.poll_chk) return tw_real.poll_chk(fds, n, timeout, fdslen);
+    return poll(fds, n, timeout);
+}
+
+TW_EXPORT int __ppoll_chk(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask,
+                          size_t fdslen) {
+    if (fdslen / sizeof(*fds) < n && tw_real.ppoll_chk) return tw_real.ppoll_chk(fds, n, tmo, mask, fdslen);
+    return ppoll(fds, n, tmo, mask);
+}
+
+/* ---------------------------------------------------------------- select */
+static int tw_fdset_empty(int n, const fd_set *s) {
+    if (!s) return 1;
+    for (int fd = 0; fd < n && fd < FD_SETSIZE; fd++)
+        if (FD_ISSET(fd, s)) return 0;
+    return 1;
+}
+
+static int tw_select_empty(int n, const fd_set *r, const fd_set *w, const fd_set *e) {
+    return tw_fdset_empty(n, r) && tw_fdset_empty(n, w) && tw_fdset_empty(n, e);
+}
+
+TW_EXPORT int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+                     struct timeval *restrict tv) {
+    if (!tw_libc_virtual() || !tv || n < 0 || tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 ||
+        (tv->tv_sec == 0 && tv->tv_usec == 0))
+        return tw_real.select(n, r, w, e, tv);
+    uint64_t target = tw_rel_target((int64_t)tv->tv_sec * TW_NS + (int64_t)tv->tv_usec * 1000);
+    if (tw_select_empty(n, r, w, e)) { /* the classic portable sub-second sleep */
+        tw_sleep_to(target);
+        tv->tv_sec = tv->tv_usec = 0; /* Linux reports the time not slept */
+        return 0;
+    }
+    int rr = tw_real.select(n, r, w, e, tv);
+    if (rr == 0) tw_libc_timed_out(target);
+    return rr;
+}
+
+int __select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e, struct timeval *restrict tv);
+TW_EXPORT int __select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+                       struct timeval *restrict tv) {
+    return select(n, r, w, e, tv);
+}
+
+TW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
+                      const struct timespec *restrict tmo, const sigset_t *restrict mask) {
+    if (!tw_libc_virtual() || !tmo || n < 0 || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+        return tw_real.pselect(n, r, w, e, tmo, mask);
+    uint64_t target = tw_rel_target(tw_ts_ns(tmo));
+    if (tw_select_empty(n, r, w, e)) { /* the mask is not applied: see sleep.c on signals */
+        tw_sleep_to(target);
+        return 0;
+    }
+    int rr = tw_real.pselect(n, r, w, e, tmo, mask);
+    if (rr == 0) tw_libc_timed_out(target);
+    return rr;
+}
+
+/* ---------------------------------------------------------------- epoll */
+/* An epoll set may be empty, but nothing cheap tells: these are always real waits. */
+TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout) {
+    if (!tw_libc_virtual() || timeout <= 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
+    uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
+    int r = tw_real.epoll_wait(epfd, ev, max, timeout);
+    if (r == 0) tw_libc_timed_out(target);
+    return r;
+}
+
+TW_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask) {
+    if (!tw_libc_virtual() || timeout <= 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
+    int r = tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    if (r == 0) tw_libc_timed_out(target);
+    return r;
+}
+
+TW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
+                           const sigset_t *mask) {
+    if (!tw_real.epoll_pwait2) { errno = ENOSYS; return -1; }
+    if (!tw_libc_virtual() || !tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+        return tw_real.epoll_pwait2(epfd, ev, max, tmo, mask);
+    uint64_t target = tw_rel_target(tw_ts_ns(tmo));
+    int r = tw_real.epoll_pwait2(epfd, ev, max, tmo, mask);
+    if (r == 0) tw_libc_timed_out(target);
+    return r;
+}
+
+/* ---------------------------------------------------------------- signals */
+TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info,
+                           const struct timespec *restrict tmo) {
+    if (!tw_libc_virtual() || !tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+        return tw_real.sigtimedwait(set, info, tmo);
+    uint64_t target = tw_rel_target(tw_ts_ns(tmo));
+    int r = tw_real.sigtimedwait(set, info, tmo);
+    if (r < 0 && errno == EAGAIN) tw_libc_timed_out(target);
+    return r;
+}
+
+/* ---------------------------------------------------------------- pthread objects, absolute deadlines */
+/* Calls the real function (call_with(deadline)) with the deadline translated and returns its result. A
+ * deadline that cannot be translated (none, a clock that is not virtual, malformed) goes through as it is.
+ * Timed out: ETIMEDOUT returned (pthread_*), or -1 with errno ETIMEDOUT (sem_*). */
+#define TW_ABS_WAIT(clk, abs, call_with)                                                                     \
+    do {                                                                                                     \
+        struct timespec tw_real_abs_;                                                                        \
+        uint64_t tw_target_;                                                                                 \
+        if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))          \
+            return call_with(abs);                                                                           \
+        int tw_r_ = call_with(&tw_real_abs_);                                                                \
+        if (tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT)) tw_libc_timed_out(tw_target_);       \
+        return tw_r_;                                                                                        \
+    } while (0)
+
+/* Which clock a condvar's deadline is on: the one set with pthread_condattr_setclock, which only the
+ * opaque object knows. glibc's condvar (nptl, since 2.25; checked on 2.36 by tests/c/test_libc_time.c)
+ * keeps it in __data.__wrefs: bit 1 (__PTHREAD_COND_CLOCK_MONOTONIC_MASK, 2) set = CLOCK_MONOTONIC, clear
+ * = CLOCK_REALTIME; bit 0 is process-shared, bits 3+ count waiters. Only pthread_cond_init writes bit 1. */
+static clockid_t tw_cond_clock(const pthread_cond_t *c) {
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 25))
+    unsigned w = __atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED);
+    return (w & 2) ? CLOCK_MONOTONIC : CLOCK_REALTIME;
+#else
+#error "tw_cond_clock: condvar layout unknown for this libc"
+#endif
+}
+
+#define TW_CALL_COND_TIMEDWAIT(a) tw_real.cond_timedwait(cond, mutex, a)
+TW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
+                                     const struct timespec *restrict abs) {
+    TW_ABS_WAIT(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT);
+}
+
+#define TW_CALL_COND_CLOCKWAIT(a) tw_real.cond_clockwait(cond, mutex, clk, a)
+TW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
+                                     clockid_t clk, const struct timespec *restrict abs) {
+    TW_ABS_WAIT(clk, abs, TW_CALL_COND_CLOCKWAIT);
+}
+
+#define TW_CALL_SEM_TIMEDWAIT(a) tw_real.sem_timedwait(sem, a)
+TW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs) {
+    TW_ABS_WAIT(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT);
+}
+
+#define TW_CALL_SEM_CLOCKWAIT(a) tw_real.sem_clockwait(sem, clk, a)
+TW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clk, const struct timespec *restrict abs) {
+    TW_ABS_WAIT(clk, abs, TW_CALL_SEM_CLOCKWAIT);
+}
+
+#define TW_CALL_MUTEX_TIMEDLOCK(a) tw_real.mutex_timedlock(mutex, a)
+TW_EXPORT int pthread_mutex_timedlock(pthread_mutex_t *restrict mutex, const struct timespec *restrict abs) {
+    TW_ABS_WAIT(CLOCK_REALTIME, abs, TW_CALL_MUTEX_TIMEDLOCK);
+}
+
+#define TW_CALL_MUTEX_CLOCKLOCK(a) tw_real.mutex_clocklock(mutex, clk, a)
+TW_EXPORT int pthread_mutex_clocklock(pthread_mutex_t *restrict mutex, clockid_t clk,
+                                      const struct timespec *restrict abs) {
+    TW_ABS_WAIT(clk, abs, TW_CALL_MUTEX_CLOCKLOCK);
+}
+
+#define TW_CALL_RW_TIMEDRD(a) tw_real.rwlock_timedrdlock(rw, a)
+TW_EXPORT int pthread_rwlock_timedrdlock(pthread_rwlock_t *restrict rw, const struct timespec *restrict abs) {
+    TW_ABS_WAIT(CLOCK_REALTIME, abs, TW_CALL_RW_TIMEDRD);
+}
+
+#define TW_CALL_RW_TIMEDWR(a) tw_real.rwlock_timedwrlock(rw, a)
+TW_EXPORT int pthread_rwlock_timedwrlock(pthread_rwlock_t *restrict rw, const struct timespec *restrict abs) {
+    TW_ABS_WAIT(CLOCK_REALTIME, abs, TW_CALL_RW_TIMEDWR);
+}
+
+#define TW_CALL_RW_CLOCKRD(a) tw_real.rwlock_clockrdlock(rw, clk, a)
+TW_EXPORT int pthread_rwlock_clockrdlock(pthread_rwlock_t *restrict rw, clockid_t clk,
+                                         const struct timespec *restrict abs) {
+    TW_ABS_WAIT(clk, abs, TW_CALL_RW_CLOCKRD);
+}
+
+#define TW_CALL_RW_CLOCKWR(a) tw_real.rwlock_clockwrlock(rw, clk, a)
+TW_EXPORT int pthread_rwlock_clockwrlock(pthread_rwlock_t *restrict rw, clockid_t clk,
+                                         const struct timespec *restrict abs) {
+    TW_ABS_WAIT(clk, abs, TW_CALL_RW_CLOCKWR);
+}
+
+#define TW_CALL_TIMEDJOIN(a) tw_real.timedjoin_np(th, ret, a)
+TW_EXPORT int pthread_timedjoin_np(pthread_t th, void **ret, const struct timespec *abs) {
+    TW_ABS_WAIT(CLOCK_REALTIME, abs, TW_CALL_TIMEDJOIN);
+}
+
+#define TW_CALL_CLOCKJOIN(a) tw_real.clockjoin_np(th, ret, clk, a)
+TW_EXPORT int pthread_clockjoin_np(pthread_t th, void **ret, clockid_t clk, const struct timespec *abs) {
+    TW_ABS_WAIT(clk, abs, TW_CALL_CLOCKJOIN);
+}
