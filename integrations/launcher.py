@@ -212,15 +212,24 @@ def _count(x: object) -> str:
 
 def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_processes: int = 20) -> list[str]:
     """Lines summing up a run's report: each process's predicted wall time, per-device GPU busy time and
-    kernel counts, and the unimplemented calls it hit. Tolerates missing or mistyped fields."""
+    kernel counts, and the unimplemented calls it hit. Tolerates missing or mistyped fields.
+
+    A record, as shim_c/core/trace.c writes it: {"pid", "argv" (command line), "gpu", "virtual_s",
+    "devices": [{"index", "busy_s", "kernels", "copies", "mem_used"}], "unimplemented": {name: count}}."""
     records = list(records)
     if not records:
         return []
     lines = [f"timewarp: predicted on {gpu_name}:" if gpu_name else "timewarp: predicted:"]
     for rec in records[:max_processes]:
         pid = rec.get("pid", "?")
-        argv0 = rec.get("argv0")
-        who = f"pid {pid}" + (f" ({os.path.basename(str(argv0))})" if argv0 else "")
+        who = f"pid {pid}"
+        cmd = rec.get("argv") or rec.get("argv0")  # the core writes the command line as "argv"
+        if isinstance(cmd, list):
+            cmd = " ".join(map(str, cmd))
+        if isinstance(cmd, str) and cmd.strip():
+            first, _, rest = cmd.strip().partition(" ")
+            cmd = " ".join(filter(None, (os.path.basename(first), rest)))
+            who += f" ({cmd[:57] + '...' if len(cmd) > 60 else cmd})"
         vs = rec.get("virtual_s")
         lines.append(f"  {who}: wall {format_seconds(vs)}")
         devices = rec.get("devices")
@@ -233,8 +242,9 @@ def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_proce
                 if isinstance(busy, (int, float)) and isinstance(vs, (int, float)) and vs > 0:
                     util = f" ({100.0 * busy / vs:.0f}%)"
                 extra = ""
-                if "memcpy" in dev:
-                    extra = f", {_count(dev.get('memcpy'))} copies"
+                copies = dev.get("copies", dev.get("memcpy"))
+                if copies is not None:
+                    extra = f", {_count(copies)} copies"
                 lines.append(f"    GPU {dev.get('index', '?')}: busy {format_seconds(busy)}{util}, "
                              f"{_count(dev.get('kernels'))} kernels{extra}")
         unimpl = rec.get("unimplemented")

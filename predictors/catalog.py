@@ -199,8 +199,6 @@ def _build(key: str, doc: dict, ids: Mapping[str, int], aliases: Mapping[str, st
     raw = doc["gpu"]
     own = raw[key]
     is_root = "base" not in own
-    if not is_root:
-        _check_sources(key, own)
     m = _resolve_raw(key, raw)
     props = m.get("props", {})
     n_attrs = int(doc["attribute_id_max"]) + 1
@@ -252,6 +250,8 @@ def _build(key: str, doc: dict, ids: Mapping[str, int], aliases: Mapping[str, st
     if bad:
         raise CatalogError(f"gpu.{key}: attribute ids {bad} beyond attribute_id_max")
 
+    if not is_root:
+        _check_sources(key, own)
     rates = dict(m.get("rates", {}))
     missing = [r for r in _RATE_KEYS if r not in rates]
     if missing:

@@ -87,6 +87,8 @@ tw_err tw_graph_destroy(tw_graph *g) {
 size_t tw_graph_num_nodes(const tw_graph *g) { return g && g->magic == GRAPH_MAGIC ? g->n : 0; }
 tw_graph_node *tw_graph_node_at(tw_graph *g, size_t i) { return g && g->magic == GRAPH_MAGIC && i < g->n ? g->nodes[i] : NULL; }
 
+const tw_op *tw_graph_node_op(const tw_graph_node *n) { return n ? &n->op : NULL; }
+
 tw_err tw_graph_add_op(tw_graph *g, const tw_op *op, tw_graph_node **out) {
     if (!g || g->magic != GRAPH_MAGIC || !op) return TW_ERR_INVALID_VALUE;
     TW_LOCK();

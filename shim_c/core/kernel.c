@@ -53,3 +53,12 @@ tw_kernel *tw_kernel_intern(const char *name) {
     pthread_mutex_unlock(&klock);
     return k;
 }
+
+/* is p a tw_kernel this table handed out (kernel handles of every API are tw_kernel pointers) */
+int tw_kernel_valid(const void *p) {
+    int found = 0;
+    pthread_mutex_lock(&klock);
+    for (size_t i = 0; i < nslots && !found; i++) found = slots[i] == p;
+    pthread_mutex_unlock(&klock);
+    return found;
+}

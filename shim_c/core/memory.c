@@ -144,7 +144,11 @@ static uintptr_t arena_take(int d, size_t size, size_t align) {
 
 static size_t charged(size_t size) { return (size + GRAN - 1) / GRAN * GRAN; }
 
-tw_err tw_mem_alloc(int dev, size_t size, void **out) {
+static tw_err mem_alloc(int dev, size_t size, void **out, int force_backed);
+tw_err tw_mem_alloc(int dev, size_t size, void **out) { return mem_alloc(dev, size, out, 0); }
+tw_err tw_mem_alloc_managed(int dev, size_t size, void **out) { return mem_alloc(dev, size, out, 1); }
+
+static tw_err mem_alloc(int dev, size_t size, void **out, int force_backed) {
     tw_init();
     if (!out) return TW_ERR_INVALID_VALUE;
     if (dev < 0 || dev >= tw_ndevices) return TW_ERR_INVALID_DEVICE;
@@ -158,9 +162,9 @@ tw_err tw_mem_alloc(int dev, size_t size, void **out) {
     size_t rsize = size <= GRAN / 2 ? (size + SMALL_ALIGN - 1) / SMALL_ALIGN * SMALL_ALIGN : charged(size);
     uintptr_t a = arena_take(dev, rsize, size <= GRAN / 2 ? SMALL_ALIGN : GRAN);
     if (!a) { TW_UNLOCK(); return TW_ERR_OUT_OF_MEMORY; }
-    int backed = size <= backed_max;
+    int backed = force_backed || size <= backed_max;
     if (backed && mprotect((void *)a, rsize, PROT_READ | PROT_WRITE) != 0) backed = 0;
-    region r = {a, rsize, dev, TW_MEM_DEVICE, backed, 0, 0};
+    region r = {a, rsize, dev, force_backed ? TW_MEM_MANAGED : TW_MEM_DEVICE, backed, 0, 0};
     if (region_insert(r) != 0) { hole_add(dev, a, rsize); TW_UNLOCK(); return TW_ERR_OUT_OF_MEMORY; }
     A->used += charged(size);
     TW_UNLOCK();
@@ -180,7 +184,7 @@ tw_err tw_mem_free(void *ptr) {
     if (!ptr) return TW_OK;
     TW_LOCK();
     region *r = region_find((uintptr_t)ptr);
-    if (!r || r->base != (uintptr_t)ptr || r->kind != TW_MEM_DEVICE || r->vmm) { TW_UNLOCK(); return TW_ERR_INVALID_VALUE; }
+    if (!r || r->base != (uintptr_t)ptr || r->device < 0 || r->vmm) { TW_UNLOCK(); return TW_ERR_INVALID_VALUE; }
     int d = r->device;
     arenas[d].used -= charged(r->size);
     release_range(d, r->base, r->size, r->backed);
@@ -266,7 +270,7 @@ static int side_backed(uintptr_t p, size_t n, size_t *len) {
 }
 
 void tw_mem_copy_now(void *dst, const void *src, size_t n) {
-    if (!n || dst == src) return;
+    if (!n || dst == src || !dst || !src) return;
     TW_LOCK();
     size_t ld, ls;
     int db = side_backed((uintptr_t)dst, n, &ld);
@@ -279,7 +283,7 @@ void tw_mem_copy_now(void *dst, const void *src, size_t n) {
 }
 
 void tw_mem_set_now(void *dst, int value, size_t n) {
-    if (!n) return;
+    if (!n || !dst) return;
     TW_LOCK();
     size_t ld;
     int db = side_backed((uintptr_t)dst, n, &ld);

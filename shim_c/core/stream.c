@@ -32,10 +32,50 @@ static uint64_t next_stream_id = 1;
 static tw_stream *free_streams;     /* destroyed streams are reused, never freed: stale handles stay readable */
 static __thread tw_stream *per_thread_streams[TW_MAX_DEVICES];
 
+/* every stream object ever made (they are reused, never freed), so a handle can be checked without
+ * dereferencing an arbitrary pointer */
+static tw_stream **known;
+static size_t nknown_slots, nknown;
+
+static int known_has(const void *p) {
+    if (!nknown_slots) return 0;
+    size_t j = ((uintptr_t)p >> 4) & (nknown_slots - 1);
+    for (;;) {
+        tw_stream *k = __atomic_load_n(&known[j], __ATOMIC_ACQUIRE);
+        if (!k) return 0;
+        if (k == p) return 1;
+        j = (j + 1) & (nknown_slots - 1);
+    }
+}
+
+static void known_add_slot(tw_stream **tab, size_t slots, tw_stream *s) {
+    size_t j = ((uintptr_t)s >> 4) & (slots - 1);
+    while (tab[j]) j = (j + 1) & (slots - 1);
+    __atomic_store_n(&tab[j], s, __ATOMIC_RELEASE);
+}
+
+static int known_add(tw_stream *s) {
+    if ((nknown + 1) * 2 > nknown_slots) {
+        size_t ns = nknown_slots ? nknown_slots * 2 : 256;
+        tw_stream **nt = calloc(ns, sizeof *nt);
+        if (!nt) return -1;
+        for (size_t i = 0; i < nknown_slots; i++) if (known[i]) known_add_slot(nt, ns, known[i]);
+        /* the old table is leaked on purpose: a reader without the lock may still be probing it */
+        __atomic_store_n(&known, nt, __ATOMIC_RELEASE);
+        nknown_slots = ns;
+    }
+    known_add_slot(known, nknown_slots, s);
+    nknown++;
+    return 0;
+}
+
 static tw_stream *stream_new(int dev, unsigned flags, int prio) {
     tw_stream *s = free_streams;
     if (s) free_streams = s->next_free;
-    else s = calloc(1, sizeof *s);
+    else {
+        s = calloc(1, sizeof *s);
+        if (s && known_add(s)) { free(s); s = NULL; }
+    }
     if (!s) return NULL;
     memset(s, 0, sizeof *s);
     s->magic = STREAM_MAGIC;
@@ -72,7 +112,7 @@ tw_stream *tw_stream_get(void *handle, int per_thread_default) {
         return s;
     }
     tw_stream *s = handle;
-    return s->magic == STREAM_MAGIC ? s : NULL;
+    return known_has(s) && s->magic == STREAM_MAGIC ? s : NULL;
 }
 
 tw_err tw_stream_create(int dev, unsigned flags, int priority, tw_stream **out) {

@@ -240,7 +240,12 @@ _Static_assert(sizeof(tw_lt_xform) <= sizeof(tw_lt_small_storage), "transform de
 _Static_assert(sizeof(tw_lt_emul) <= sizeof(tw_lt_small_storage), "emulation desc fits 64 bytes");
 
 /* ---------------------------------------------------------------- internal interface (hidden symbols) */
-static inline int tw_lt_handle_ok(cublasLtHandle_t h) { return h && h->magic == TW_LT_MAGIC_HANDLE; }
+/* PyTorch passes its cuBLAS handle as the cuBLASLt handle (the real libraries allow it): the cuBLAS
+ * handle starts with the same {magic, device} header (shim_c/cublas/cublas_types.h, TW_CUBLAS_MAGIC). */
+#define TW_LT_MAGIC_CUBLAS_HANDLE 0x74774C42u
+static inline int tw_lt_handle_ok(cublasLtHandle_t h) {
+    return h && (h->magic == TW_LT_MAGIC_HANDLE || h->magic == TW_LT_MAGIC_CUBLAS_HANDLE);
+}
 
 /* A problem as cublasLtMatmul / AlgoGetHeuristic / AlgoCheck see it, after validation. */
 typedef struct {

@@ -85,9 +85,5 @@ static inline int tw_is_default_stream_handle(const void *h)
     return h == NULL || h == TW_STREAM_LEGACY || h == TW_STREAM_PER_THREAD;
 }
 
-/* Optional core functions, used when the core provides them (weak references resolve to NULL otherwise). */
-const tw_op *tw_graph_node_op(const tw_graph_node *n) __attribute__((weak));
-tw_err tw_mem_alloc_managed(int dev, size_t size, void **out) __attribute__((weak));
-int tw_kernel_valid(const void *p) __attribute__((weak));
 
 #endif

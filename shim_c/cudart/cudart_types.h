@@ -197,6 +197,33 @@ struct cudaHostNodeParams {
     void *userData;
 };
 
+struct cudaMemsetParamsV2 {
+    void *dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+};
+
+/* cudaGraphAddNode's parameters: a type and a union of the per-type parameter structs */
+struct cudaGraphNodeParams {
+    int type;                        /* enum cudaGraphNodeType */
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        struct cudaKernelNodeParams kernel;   /* cudaKernelNodeParamsV2: same layout */
+        struct cudaMemsetParamsV2 memset;
+        struct cudaHostNodeParams host;       /* cudaHostNodeParamsV2: same layout */
+        struct { cudaEvent_t event; } eventWait;
+        struct { cudaEvent_t event; } eventRecord;
+    } u;
+    long long reserved2;
+};
+
+#define cudaUserObjectNoDestructorSync 0x1
+#define cudaGraphUserObjectMove 0x1
+
 /* memory pools */
 enum { cudaMemPoolReuseFollowEventDependencies = 1, cudaMemPoolReuseAllowOpportunistic = 2,
        cudaMemPoolReuseAllowInternalDependencies = 3, cudaMemPoolAttrReleaseThreshold = 4,

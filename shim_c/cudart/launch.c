@@ -1,5 +1,6 @@
 /* Execution control: the CUDA 13 launch ABI (fatbinary / function / variable registration, call
  * configuration, __cudaGetKernel, __cudaLaunchKernel), cudaLaunchKernel*, function attributes, occupancy. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -38,7 +39,7 @@ tw_kernel *tw_cudart_resolve_func(const void *func)
     reg_fun *r = tw_pm_get(&host_funs, func);
     if (r) return reg_kernel(r);
     if (tw_pm_get(&kernel_set, func)) return (tw_kernel *)func;
-    if (tw_kernel_valid && tw_kernel_valid(func)) return (tw_kernel *)func;
+    if (tw_kernel_valid(func)) return (tw_kernel *)func;
     return NULL;
 }
 
@@ -539,4 +540,88 @@ TW_EXPORT cudaError_t cudaOccupancyMaxActiveClusters(int *numClusters, const voi
     if (cs > 16) return cr(912);
     *numClusters = (int)(((int64_t)per_sm * L->sm_count) / cs);
     return cudaSuccess;
+}
+
+/* ------------------------------------------------------------------ libraries (cudaLibrary*) */
+
+/* A loaded library keeps its image pointer only: kernels are looked up by name (interned on request), since
+ * nothing executes and the image is not parsed. */
+#define LIB_MAGIC 0x6c696272u
+
+typedef struct cudart_library {
+    uint32_t magic;
+    const void *code;
+} cudart_library;
+
+static cudaError_t library_new(void **library, const void *code)
+{
+    cudart_library *l = calloc(1, sizeof(*l));
+    if (!l) return cr(cudaErrorMemoryAllocation);
+    l->magic = LIB_MAGIC;
+    l->code = code;
+    *library = l;
+    return cudaSuccess;
+}
+
+static int library_valid(const void *library)
+{
+    return library && ((const cudart_library *)library)->magic == LIB_MAGIC;
+}
+
+TW_EXPORT cudaError_t cudaLibraryLoadData(void **library, const void *code, void *jitOptions, void **jitOptionsValues,
+                                          unsigned int numJitOptions, void *libraryOptions,
+                                          void **libraryOptionValues, unsigned int numLibraryOptions)
+{
+    (void)jitOptions; (void)jitOptionsValues; (void)libraryOptions; (void)libraryOptionValues;
+    if (!library || !code) return cr(cudaErrorInvalidValue);
+    if ((numJitOptions && !jitOptions) || (numLibraryOptions && !libraryOptions)) return cr(cudaErrorInvalidValue);
+    return library_new(library, code);
+}
+
+TW_EXPORT cudaError_t cudaLibraryLoadFromFile(void **library, const char *fileName, void *jitOptions,
+                                              void **jitOptionsValues, unsigned int numJitOptions,
+                                              void *libraryOptions, void **libraryOptionValues,
+                                              unsigned int numLibraryOptions)
+{
+    (void)jitOptions; (void)jitOptionsValues; (void)numJitOptions;
+    (void)libraryOptions; (void)libraryOptionValues; (void)numLibraryOptions;
+    if (!library || !fileName) return cr(cudaErrorInvalidValue);
+    FILE *f = fopen(fileName, "rb");
+    if (!f) return cr(301); /* cudaErrorFileNotFound */
+    fclose(f);
+    return library_new(library, fileName);
+}
+
+TW_EXPORT cudaError_t cudaLibraryUnload(void *library)
+{
+    if (!library_valid(library)) return cr(cudaErrorInvalidResourceHandle);
+    ((cudart_library *)library)->magic = 0;
+    free(library);
+    return cudaSuccess;
+}
+
+TW_EXPORT cudaError_t cudaLibraryGetKernel(cudaKernel_t *pKernel, void *library, const char *name)
+{
+    if (!pKernel || !name) return cr(cudaErrorInvalidValue);
+    if (!library_valid(library)) return cr(cudaErrorInvalidResourceHandle);
+    tw_kernel *k = tw_kernel_intern(name);
+    if (!k) return cr(cudaErrorSymbolNotFound);
+    if (!tw_pm_get(&kernel_set, k)) tw_pm_put(&kernel_set, k, k);
+    *pKernel = k;
+    return cudaSuccess;
+}
+
+TW_EXPORT cudaError_t cudaLibraryGetKernelCount(unsigned int *count, void *library)
+{
+    if (!count) return cr(cudaErrorInvalidValue);
+    if (!library_valid(library)) return cr(cudaErrorInvalidResourceHandle);
+    *count = 0; /* the image is not parsed */
+    return cudaSuccess;
+}
+
+TW_EXPORT cudaError_t cudaLibraryEnumerateKernels(cudaKernel_t *kernels, unsigned int numKernels, void *library)
+{
+    if (!kernels && numKernels) return cr(cudaErrorInvalidValue);
+    if (!library_valid(library)) return cr(cudaErrorInvalidResourceHandle);
+    return numKernels ? cr(cudaErrorInvalidValue) : cudaSuccess;
 }

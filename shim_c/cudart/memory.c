@@ -156,7 +156,7 @@ TW_EXPORT cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *
 }
 
 /* 2D copies: timed as width*height bytes. Where the pitches leave gaps, the op carries no pointers (timing
- * only) and the rows are moved here. */
+ * only: the core skips a copy whose source and destination are equal) and the rows are moved here. */
 static void copy_rows(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height)
 {
     for (size_t i = 0; i < height; i++)
@@ -236,9 +236,9 @@ static cudaError_t memset_2d(void *p, size_t pitch, int value, size_t width, siz
     if (!p) return cr(cudaErrorInvalidValue);
     if (height > 1 && pitch < width) return cr(cudaErrorInvalidPitchValue);
     if (height == 1 || pitch == width) return cr_tw(enqueue_set(s, p, value, width * height));
-    tw_op op = {.kind = TW_OP_MEMSET, .label = "Memset", .dir = TW_COPY_D2D, .bytes = width * height,
-                .dst = NULL, .value = value, .pinned = 1};
-    tw_err te = tw_enqueue(s, &op);
+    /* timed as width*height bytes from p (inside the allocation: width*height <= pitch*(height-1)+width,
+     * only row padding is written besides rows); the rows themselves are then set here */
+    tw_err te = enqueue_set(s, p, value, width * height);
     if (te != TW_OK) return cr_tw(te);
     for (size_t i = 0; i < height; i++) tw_mem_set_now((char *)p + i * pitch, value, width);
     return cudaSuccess;
@@ -820,13 +820,7 @@ TW_EXPORT cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int
     tw_init();
     void *p = NULL;
     tw_err e;
-    if (tw_mem_alloc_managed) {
-        e = tw_mem_alloc_managed(tw_get_device(), size, &p);
-    } else {
-        /* host-accessible memory is what managed memory must be; counted as pinned host memory */
-        e = tw_host_alloc(size, &p);
-        if (e == TW_OK) tw_pm_put(&managed_set, p, (void *)(uintptr_t)(tw_get_device() + 1));
-    }
+    e = tw_mem_alloc_managed(tw_get_device(), size, &p);
     if (e != TW_OK) return cr_tw(e);
     *devPtr = p;
     return cudaSuccess;

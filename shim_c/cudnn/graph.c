@@ -12,7 +12,6 @@
  * causal, dtype) from the tensors' dimensions, so that Execute can launch one kernel with an attention
  * annotation. Graphs that are not attention (convolutions through torch's v8 API, matmul fusions, norms) are
  * launched as one kernel timed by a roofline over their FLOPs and the bytes of their real tensors. */
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,7 +376,7 @@ uint64_t twdnn_roofline_ns(int dev, double flops, double bytes, int dtype)
         t = bytes / spec->mem_bw;
     if (t < spec->launch_floor_s)
         t = spec->launch_floor_s;
-    uint64_t ns = (uint64_t)llround(t * 1e9);
+    uint64_t ns = (uint64_t)(t * 1e9 + 0.5);
     return ns ? ns : 1;
 }
 

@@ -106,6 +106,8 @@ typedef struct tw_alloc {
 } tw_alloc;
 /* Device memory. Fails with TW_ERR_OUT_OF_MEMORY past the card's capacity (as cudaMalloc does). */
 tw_err tw_mem_alloc(int dev, size_t size, void **out);
+/* Managed memory (cudaMallocManaged): device memory that is always host-backed. */
+tw_err tw_mem_alloc_managed(int dev, size_t size, void **out);
 tw_err tw_mem_free(void *ptr);
 /* Pinned host memory (cudaHostAlloc/cudaMallocHost): real host memory, registered as such. */
 tw_err tw_host_alloc(size_t size, void **out);
@@ -171,6 +173,7 @@ typedef struct tw_kernel {
 } tw_kernel;
 
 tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */
+int tw_kernel_valid(const void *p);                       /* p is a tw_kernel from tw_kernel_intern (slow) */
 
 typedef struct tw_op {
     tw_op_kind kind;
@@ -243,6 +246,7 @@ tw_err tw_graph_destroy(tw_graph *g);
 size_t tw_graph_num_nodes(const tw_graph *g);
 tw_graph_node *tw_graph_node_at(tw_graph *g, size_t i);
 tw_err tw_graph_add_op(tw_graph *g, const tw_op *op, tw_graph_node **out); /* explicit graph building */
+const tw_op *tw_graph_node_op(const tw_graph_node *n);
 tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out);
 tw_err tw_graph_exec_destroy(tw_graph_exec *x);
 tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g);

@@ -1,0 +1,61 @@
+"""Acceptance 2 and 3: capacity is enforced with CUDA's errors; unimplemented calls are named, never crash."""
+import pytest
+
+from conftest import run_emulated
+
+
+def test_allocating_past_capacity_raises_torch_oom():
+    run = run_emulated(prog="oom.py")
+    assert run.rc == 0, run.stderr[-4000:]
+    r = run.result
+    assert r["raised"] == "OutOfMemoryError"
+    assert "out of memory" in r["message"].lower()
+    # 141 GB card: 8 blocks of 16 GiB fit (128 GiB), the 9th does not
+    assert r["allocated_gib"] == 128
+    assert r["realloc_ok"] is True
+    assert r["after_free"] > 0.99 * r["total"] - 2**30
+
+
+def test_unimplemented_runtime_call_is_named_and_fails_cleanly():
+    code = """
+    import ctypes, json, torch
+    torch.cuda.init()
+    rt = ctypes.CDLL("libcudart.so.13")
+    rc = rt.cudaGraphicsUnmapResources(1, None, None)
+    name = ctypes.c_char_p
+    rt.cudaGetErrorName.restype = ctypes.c_char_p
+    print(json.dumps({"rc": rc, "name": rt.cudaGetErrorName(rc).decode(), "last": rt.cudaGetLastError()}))
+    """
+    run = run_emulated(code)
+    assert run.rc == 0, run.stderr[-4000:]
+    assert run.result == {"rc": 801, "name": "cudaErrorNotSupported", "last": 801}
+    assert "cudaGraphicsUnmapResources not implemented" in run.stderr
+
+
+def test_unimplemented_library_call_from_torch_raises_not_crashes():
+    code = """
+    import json, torch
+    x = torch.randn(64, device="cuda")
+    try:
+        torch.fft.fft(x)
+        out = "no error"
+    except RuntimeError as e:
+        out = str(e)
+    print(json.dumps({"error": out}))
+    """
+    run = run_emulated(code)
+    assert run.rc == 0, run.stderr[-4000:]
+    assert "CUFFT" in run.result["error"].upper()
+    assert "not implemented" in run.stderr and "cufft" in run.stderr
+
+
+def test_strict_mode_aborts_at_an_unimplemented_call():
+    code = """
+    import ctypes, torch
+    torch.cuda.init()
+    ctypes.CDLL("libcudart.so.13").cudaGraphicsUnmapResources(1, None, None)
+    print("{}")
+    """
+    run = run_emulated(code, env={"TIMEWARP_STRICT": "1"})
+    assert run.rc != 0
+    assert "TIMEWARP_STRICT=1: aborting at unimplemented cudaGraphicsUnmapResources" in run.stderr
