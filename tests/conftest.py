@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import signal
 import subprocess
 import sys
 import textwrap
@@ -47,7 +48,16 @@ def run_emulated(code: str | None = None, *, prog: str | None = None, args=(), g
     e.update(env or {})
     cmd = timewarp_cmd("run", "--gpu", gpu, "--gpus", str(gpus), *launcher_args, "--", sys.executable, path, *args)
     t0 = time.monotonic()
-    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=e)
+    # its own process group, so that a timeout ends the emulated program and everything it started
+    child = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=e,
+                             start_new_session=True)
+    try:
+        out, err = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        raise
+    p = subprocess.CompletedProcess(cmd, child.returncode, out, err)
     return Run(p, time.monotonic() - t0)
 
 

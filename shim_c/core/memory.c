@@ -163,7 +163,12 @@ static tw_err mem_alloc(int dev, size_t size, void **out, int force_backed) {
     uintptr_t a = arena_take(dev, rsize, size <= GRAN / 2 ? SMALL_ALIGN : GRAN);
     if (!a) { TW_UNLOCK(); return TW_ERR_OUT_OF_MEMORY; }
     int backed = force_backed || size <= backed_max;
-    if (backed && mprotect((void *)a, rsize, PROT_READ | PROT_WRITE) != 0) backed = 0;
+    if (backed) {
+        /* small allocations share pages with each other (never with large ones, which are 2 MiB
+         * aligned): open the whole pages they touch */
+        uintptr_t p0 = a & ~(uintptr_t)4095, p1 = (a + rsize + 4095) & ~(uintptr_t)4095;
+        if (mprotect((void *)p0, p1 - p0, PROT_READ | PROT_WRITE) != 0) backed = 0;
+    }
     region r = {a, rsize, dev, force_backed ? TW_MEM_MANAGED : TW_MEM_DEVICE, backed, 0, 0};
     if (region_insert(r) != 0) { hole_add(dev, a, rsize); TW_UNLOCK(); return TW_ERR_OUT_OF_MEMORY; }
     A->used += charged(size);
@@ -173,9 +178,13 @@ static tw_err mem_alloc(int dev, size_t size, void **out, int force_backed) {
 }
 
 static void release_range(int d, uintptr_t base, size_t size, int backed) {
-    if (backed) {
-        /* give the pages back and make the range address-only again */
+    if (backed && base % GRAN == 0 && size % GRAN == 0) {
+        /* a large backed range: give the pages back and make it address-only again */
         mmap((void *)base, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    } else if (backed) {
+        /* small: neighbours may share the edge pages; drop the pages wholly inside, keep access */
+        uintptr_t p0 = (base + 4095) & ~(uintptr_t)4095, p1 = (base + size) & ~(uintptr_t)4095;
+        if (p1 > p0) madvise((void *)p0, p1 - p0, MADV_DONTNEED);
     }
     hole_add(d, base, size);
 }
@@ -186,6 +195,12 @@ tw_err tw_mem_free(void *ptr) {
     region *r = region_find((uintptr_t)ptr);
     if (!r || r->base != (uintptr_t)ptr || r->device < 0 || r->vmm) { TW_UNLOCK(); return TW_ERR_INVALID_VALUE; }
     int d = r->device;
+    TW_UNLOCK();
+    /* cudaFree/cuMemFree synchronize the device before releasing memory */
+    tw_device_synchronize(d);
+    TW_LOCK();
+    r = region_find((uintptr_t)ptr);
+    if (!r || r->base != (uintptr_t)ptr) { TW_UNLOCK(); return TW_ERR_INVALID_VALUE; }
     arenas[d].used -= charged(r->size);
     release_range(d, r->base, r->size, r->backed);
     region_remove(r);

@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <sys/syscall.h>
 #include <unistd.h>
+#include <time.h>
 #include "internal.h"
 
 static _Atomic uint64_t process_now;
@@ -103,4 +104,34 @@ void tw_wait_until(uint64_t t) {
         thread_now = t;
         publish(t);
     }
+}
+
+/* A pure sleep (nanosleep, time.sleep, a poll with nothing to wait on). The sleeping thread's clock jumps to
+ * its deadline. Until the coordinator's time keeper knows whether any other thread or process could act
+ * earlier, the thread also really sleeps a bounded slice of the duration (TIMEWARP_SLEEP_SLICE_NS, default
+ * 1 ms, or a hundredth of the sleep if that is less): so a loop that polls for another process with short
+ * sleeps and a timeout (subprocess.wait(timeout), a worker pool's shutdown) gives that process real time to
+ * act before the virtual deadline passes, and a polling loop does not spin a core. */
+static int64_t sleep_slice_ns = -1;
+
+void tw_sleep_until(uint64_t t) {
+    uint64_t now = tw_now();
+    if (t <= now) return;
+    if (sleep_slice_ns < 0) {
+        const char *v = getenv("TIMEWARP_SLEEP_SLICE_NS");
+        sleep_slice_ns = v ? atoll(v) : 1000000;
+    }
+    uint64_t d = t - now, real = d / 100;
+    if (real > (uint64_t)sleep_slice_ns) real = sleep_slice_ns;
+    if (real < 20000) real = 20000;   /* at least a scheduling quantum: other processes get to run */
+    if (real > d) real = d;
+    struct timespec ts = {(time_t)(real / 1000000000ull), (long)(real % 1000000000ull)};
+#if defined(__x86_64__)
+    long ret;
+    __asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_nanosleep), "D"(&ts), "S"(0L) : "rcx", "r11", "memory");
+    (void)ret;
+#else
+    syscall(SYS_nanosleep, &ts, NULL);
+#endif
+    tw_wait_until(t);
 }

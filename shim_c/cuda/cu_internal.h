@@ -72,7 +72,16 @@ struct cu_func {
     uint32_t *param_off, *param_size;
 };
 static inline int cu_func_ok(const struct cu_func *f) { return f && f->magic == CU_FUNC_MAGIC; }
-/* The module a function belongs to (for cuFuncGetModule, in module.c). */
+/* A function handle: one of ours, or a kernel handle of the runtime (cudaFunction_t / cudaKernel_t are the core's
+ * tw_kernel *, and CUDA lets them be passed where a CUfunction is expected). For the latter, *tmp is filled with a
+ * view of the kernel's attributes (mod == NULL) and returned. NULL when h is neither. */
+struct cu_func *cu_func_slow(const void *h, struct cu_func *tmp);
+static inline struct cu_func *cu_func_get(const void *h, struct cu_func *tmp)
+{
+    if (__builtin_expect(cu_func_ok(h), 1))
+        return (struct cu_func *)h;
+    return cu_func_slow(h, tmp);
+}
 
 /* ---------------------------------------------------------------- memory (memory.c, vmm.c) */
 /* Looks a device address up: core allocations first, then IPC mappings opened in this process. */

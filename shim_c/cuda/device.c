@@ -2,7 +2,6 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
-#include <strings.h>
 
 #include "cu_internal.h"
 

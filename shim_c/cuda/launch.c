@@ -61,7 +61,9 @@ TW_EXPORT CUresult cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *num
     cu_enter();
     if (!numBlocks || flags > 1)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(func))
+    struct cu_func tmp;
+    func = cu_func_get(func, &tmp);
+    if (!func)
         return CUDA_ERROR_INVALID_HANDLE;
     *numBlocks = blocks_per_sm(func, func_device(func), blockSize, dynamicSMemSize);
     return CUDA_SUCCESS;
@@ -80,7 +82,9 @@ TW_EXPORT CUresult cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, i
     cu_enter();
     if (!minGridSize || !blockSize || flags > 1)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(func))
+    struct cu_func tmp;
+    func = cu_func_get(func, &tmp);
+    if (!func)
         return CUDA_ERROR_INVALID_HANDLE;
     int dev = func_device(func);
     struct sm_limits l;
@@ -120,7 +124,9 @@ TW_EXPORT CUresult cuOccupancyAvailableDynamicSMemPerBlock(size_t *dynamicSmemSi
     cu_enter();
     if (!dynamicSmemSize || numBlocks <= 0 || blockSize <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(func))
+    struct cu_func tmp;
+    func = cu_func_get(func, &tmp);
+    if (!func)
         return CUDA_ERROR_INVALID_HANDLE;
     struct sm_limits l;
     sm_limits(func_device(func), &l);
@@ -168,7 +174,9 @@ TW_EXPORT CUresult cuOccupancyMaxActiveClusters(int *numClusters, CUfunction fun
     cu_enter();
     if (!numClusters || !config)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(func))
+    struct cu_func tmp;
+    func = cu_func_get(func, &tmp);
+    if (!func)
         return CUDA_ERROR_INVALID_HANDLE;
     unsigned dim[3];
     if (!cluster_of(config, func, dim))
@@ -197,7 +205,9 @@ TW_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfuncti
     cu_enter();
     if (!clusterSize || !config)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(func))
+    struct cu_func tmp;
+    func = cu_func_get(func, &tmp);
+    if (!func)
         return CUDA_ERROR_INVALID_HANDLE;
     int block = (int)(config->blockDimX * config->blockDimY * config->blockDimZ);
     *clusterSize = blocks_per_sm(func, func_device(func), block, config->sharedMemBytes) > 0
@@ -206,11 +216,13 @@ TW_EXPORT CUresult cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfuncti
 }
 
 /* ---------------------------------------------------------------- launches */
-static CUresult launch(const struct cu_func *f, const unsigned grid[3], const unsigned block[3], unsigned shmem,
+static CUresult launch(const void *fh, const unsigned grid[3], const unsigned block[3], unsigned shmem,
                        CUstream h, int ptsz, void **params, void **extra, int cooperative)
 {
     cu_enter();
-    if (__builtin_expect(!cu_func_ok(f), 0))
+    struct cu_func tmp;
+    const struct cu_func *f = cu_func_get(fh, &tmp);
+    if (__builtin_expect(!f, 0))
         return CUDA_ERROR_INVALID_HANDLE;
     if (params && extra)
         return CUDA_ERROR_INVALID_VALUE;
@@ -280,7 +292,10 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
         return CUDA_ERROR_INVALID_VALUE;
     if (c->numAttrs && !c->attrs)
         return CUDA_ERROR_INVALID_VALUE;
-    if (__builtin_expect(!cu_func_ok(f), 0))
+    struct cu_func tmp;
+    const void *fh = f;
+    f = cu_func_get(fh, &tmp);
+    if (__builtin_expect(!f, 0))
         return CUDA_ERROR_INVALID_HANDLE;
     const unsigned g[3] = {c->gridDimX, c->gridDimY, c->gridDimZ};
     const unsigned b[3] = {c->blockDimX, c->blockDimY, c->blockDimZ};
@@ -303,7 +318,7 @@ static CUresult launch_ex(const CUlaunchConfig *c, CUfunction f, void **params, 
     }
     if (done && !tw_event_valid(done))
         return CUDA_ERROR_INVALID_HANDLE;
-    CUresult r = launch(f, g, b, c->sharedMemBytes, c->hStream, ptsz, params, extra, coop);
+    CUresult r = launch(fh, g, b, c->sharedMemBytes, c->hStream, ptsz, params, extra, coop);
     if (r == CUDA_SUCCESS && done)
         r = cu_err(tw_event_record(done, cu_stream(c->hStream, ptsz)));
     return r;

@@ -77,7 +77,7 @@ TW_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigne
     if (!dptr || bytesize == 0 || (flags != 1 && flags != 2))
         return CUDA_ERROR_INVALID_VALUE;
     void *p = NULL;
-    tw_err e = tw_mem_alloc(cu_current_device(), bytesize, &p);
+    tw_err e = tw_mem_alloc_managed(cu_current_device(), bytesize, &p);
     if (e != TW_OK)
         return cu_err(e);
     *dptr = (CUdeviceptr)(uintptr_t)p;
@@ -874,3 +874,75 @@ TW_EXPORT CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
     free(found);
     return CUDA_SUCCESS;
 }
+
+/* ---------------------------------------------------------------- pre-3.2 entry points (32-bit sizes and pointers)
+ * Only programs built against CUDA < 3.2 call these names (cuda.h and cuGetProcAddress give the _v2 ABI). They share
+ * the _v2 code; an allocation whose address does not fit in 32 bits is reported as out of memory, as a 64-bit
+ * driver does for these entry points. */
+TW_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr p;
+    CUresult r = cuMemAlloc_v2(&p, bytesize);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (p > 0xffffffffull) {
+        cuMemFree_v2(p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr_v1)p;
+    return CUDA_SUCCESS;
+}
+TW_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr) { return cuMemFree_v2(dptr); }
+TW_EXPORT CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr)
+{
+    CUdeviceptr b;
+    size_t s;
+    CUresult r = cuMemGetAddressRange_v2(&b, &s, dptr);
+    if (r == CUDA_SUCCESS) {
+        if (pbase) *pbase = (CUdeviceptr_v1)b;
+        if (psize) *psize = s > 0xffffffffu ? 0xffffffffu : (unsigned)s;
+    }
+    return r;
+}
+TW_EXPORT CUresult cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags)
+{
+    if (!pdptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr d;
+    CUresult r = cuMemHostGetDevicePointer_v2(&d, p, Flags);
+    if (r == CUDA_SUCCESS) {
+        if (d > 0xffffffffull)
+            return CUDA_ERROR_INVALID_VALUE;
+        *pdptr = (CUdeviceptr_v1)d;
+    }
+    return r;
+}
+TW_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int w, unsigned int h,
+                                   unsigned int elem)
+{
+    if (!dptr || !pPitch)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr p;
+    size_t pitch;
+    CUresult r = cuMemAllocPitch_v2(&p, &pitch, w, h, elem);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (p > 0xffffffffull) {
+        cuMemFree_v2(p);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr_v1)p;
+    *pPitch = (unsigned)pitch;
+    return CUDA_SUCCESS;
+}
+TW_EXPORT CUresult cuMemcpyHtoD(CUdeviceptr_v1 dst, const void *src, unsigned int n) { return cuMemcpyHtoD_v2(dst, src, n); }
+TW_EXPORT CUresult cuMemcpyDtoH(void *dst, CUdeviceptr_v1 src, unsigned int n) { return cuMemcpyDtoH_v2(dst, src, n); }
+TW_EXPORT CUresult cuMemcpyDtoD(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n) { return cuMemcpyDtoD_v2(dst, src, n); }
+TW_EXPORT CUresult cuMemcpyHtoDAsync(CUdeviceptr_v1 dst, const void *src, unsigned int n, CUstream h) { return cuMemcpyHtoDAsync_v2(dst, src, n, h); }
+TW_EXPORT CUresult cuMemcpyDtoHAsync(void *dst, CUdeviceptr_v1 src, unsigned int n, CUstream h) { return cuMemcpyDtoHAsync_v2(dst, src, n, h); }
+TW_EXPORT CUresult cuMemcpyDtoDAsync(CUdeviceptr_v1 dst, CUdeviceptr_v1 src, unsigned int n, CUstream h) { return cuMemcpyDtoDAsync_v2(dst, src, n, h); }
+TW_EXPORT CUresult cuMemsetD8(CUdeviceptr_v1 d, unsigned char v, unsigned int n) { return cuMemsetD8_v2(d, v, n); }
+TW_EXPORT CUresult cuMemsetD16(CUdeviceptr_v1 d, unsigned short v, unsigned int n) { return cuMemsetD16_v2(d, v, n); }
+TW_EXPORT CUresult cuMemsetD32(CUdeviceptr_v1 d, unsigned int v, unsigned int n) { return cuMemsetD32_v2(d, v, n); }

@@ -11,6 +11,8 @@
  *   fatbin: the cubin for the device's architecture (same major, minor not above), else the PTX; a compressed entry
  *          cannot be read, and the module is then "opaque": any kernel name resolves, with default attributes.
  *   PTX:   `.entry NAME` kernels and module-scope .global/.const variables; registers are unknown (32 assumed).
+ *   cuLink*: nothing is linked; cuLinkComplete returns a container of the inputs that cuModuleLoadData reads as one
+ *          module (archives and NVVM IR are accepted and ignored).
  * Globals get a device allocation (from the core, so backed when small) on first lookup, filled with the image's
  * initial data. */
 #include <elf.h>
@@ -579,6 +581,58 @@ static CUresult parse_fatbin(struct cu_module *m, const uint8_t *img)
     return r;
 }
 
+/* ---------------------------------------------------------------- images produced by cuLinkComplete */
+#define LINK_MAGIC "TWLINK01"
+struct link_state { uint32_t magic; uint8_t *buf; size_t len, cap; uint32_t count; };
+#define LINK_STATE_MAGIC 0x43754c6bu
+
+static CUresult parse_any(struct cu_module *m, const void *image, size_t size, const char **kind)
+{
+    const uint8_t *img = image;
+    uint32_t magic;
+    memcpy(&magic, img, 4);
+    if (magic == FATBIN_WRAPPER_MAGIC) {
+        const void *inner;
+        memcpy(&inner, img + 8, sizeof inner);
+        if (!inner)
+            return CUDA_ERROR_INVALID_IMAGE;
+        img = inner;
+        memcpy(&magic, img, 4);
+        size = 0;
+    }
+    if (!memcmp(img, ELFMAG, SELFMAG)) {
+        *kind = "cubin";
+        return parse_cubin(m, img, size ? size : elf_extent(img));
+    }
+    if (magic == FATBIN_MAGIC) {
+        *kind = "fatbin";
+        return parse_fatbin(m, img);
+    }
+    if (!memcmp(img, LINK_MAGIC, 8)) {
+        /* the parts given to the linker: one module holding all of them */
+        *kind = "linked";
+        uint32_t count;
+        memcpy(&count, img + 8, 4);
+        const uint8_t *p = img + 12;
+        for (uint32_t i = 0; i < count; i++) {
+            uint64_t len;
+            memcpy(&len, p, 8);
+            const char *k;
+            CUresult r = parse_any(m, p + 8, (size_t)len, &k);
+            if (r != CUDA_SUCCESS)
+                return r;
+            p += 8 + ((len + 7) & ~7ull);
+        }
+        return CUDA_SUCCESS;
+    }
+    /* PTX text, NUL-terminated */
+    const char *t = (const char *)img;
+    if (!strstr(t, ".version") && !strstr(t, ".entry") && !strstr(t, ".target"))
+        return CUDA_ERROR_INVALID_IMAGE;
+    *kind = "ptx";
+    return parse_ptx(m, t);
+}
+
 /* ---------------------------------------------------------------- load / unload */
 static void mod_free(struct cu_module *m)
 {
@@ -616,34 +670,8 @@ static CUresult load_image(struct cu_module **out, const void *image, size_t siz
     m->device = cu_current_device();
     pthread_mutex_init(&m->lock, NULL);
 
-    const uint8_t *img = image;
-    uint32_t magic;
-    memcpy(&magic, img, 4);
-    if (magic == FATBIN_WRAPPER_MAGIC) {
-        const void *inner;
-        memcpy(&inner, img + 8, sizeof inner);
-        if (!inner) { mod_free(m); return CUDA_ERROR_INVALID_IMAGE; }
-        img = inner;
-        memcpy(&magic, img, 4);
-    }
-    CUresult r;
-    const char *kind;
-    if (!memcmp(img, ELFMAG, SELFMAG)) {
-        kind = "cubin";
-        r = parse_cubin(m, img, size ? size : elf_extent(img));
-    } else if (magic == FATBIN_MAGIC) {
-        kind = "fatbin";
-        r = parse_fatbin(m, img);
-    } else {
-        /* PTX text, NUL-terminated */
-        const char *t = (const char *)img;
-        if (!strstr(t, ".version") && !strstr(t, ".entry") && !strstr(t, ".target")) {
-            mod_free(m);
-            return CUDA_ERROR_INVALID_IMAGE;
-        }
-        kind = "ptx";
-        r = parse_ptx(m, t);
-    }
+    const char *kind = "image";
+    CUresult r = parse_any(m, image, size, &kind);
     if (r != CUDA_SUCCESS) {
         mod_free(m);
         TW_DEBUG("cuda: module load (%s) -> %s", kind, cu_result_name(r));
@@ -835,6 +863,24 @@ TW_EXPORT CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodu
     return get_global(dptr, bytes, hmod, name);
 }
 
+/* pre-3.2 ABI: 32-bit pointer and size */
+TW_EXPORT CUresult cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod, const char *name)
+{
+    CUdeviceptr d;
+    size_t b;
+    CUresult r = get_global(dptr ? &d : NULL, bytes ? &b : NULL, hmod, name);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (dptr) {
+        if (d > 0xffffffffull)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        *dptr = (CUdeviceptr_v1)d;
+    }
+    if (bytes)
+        *bytes = (unsigned)b;
+    return CUDA_SUCCESS;
+}
+
 TW_EXPORT CUresult cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
 {
     cu_enter();
@@ -953,9 +999,10 @@ TW_EXPORT CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
     cu_enter();
     if (!pFunc)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(kernel))
+    struct cu_func tmp;
+    if (!cu_func_get(kernel, &tmp))
         return CUDA_ERROR_INVALID_HANDLE;
-    *pFunc = kernel;
+    *pFunc = kernel;   /* a runtime kernel handle is also its function handle */
     return CUDA_SUCCESS;
 }
 
@@ -971,11 +1018,37 @@ TW_EXPORT CUresult cuKernelGetLibrary(CUlibrary *pLib, CUkernel kernel)
 }
 
 /* ---------------------------------------------------------------- function attributes */
-static CUresult func_get_attr(int *pi, CUfunction_attribute attrib, const struct cu_func *f)
+struct cu_func *cu_func_slow(const void *h, struct cu_func *tmp)
+{
+    if (!h || !tw_kernel_valid(h))
+        return NULL;
+    const tw_kernel *k = h;
+    memset(tmp, 0, sizeof *tmp);
+    tmp->magic = CU_FUNC_MAGIC;
+    tmp->kernel = (tw_kernel *)k;
+    tmp->name = k->name;
+    tmp->num_regs = k->num_regs > 0 ? k->num_regs : 32;
+    tmp->local_bytes = k->local_bytes;
+    tmp->shared_static = k->shared_bytes;
+    tmp->const_bytes = k->const_bytes;
+    tmp->max_threads = k->max_threads > 0 ? k->max_threads : max_threads_for(cu_current_device(), tmp->num_regs, 0);
+    tmp->max_dyn_shared = k->max_dyn_shared > 0 ? k->max_dyn_shared : 49152 - k->shared_bytes;
+    if (tmp->max_dyn_shared < 0)
+        tmp->max_dyn_shared = 0;
+    tmp->carveout = -1;
+    tmp->n_params = k->n_params;
+    const tw_gpu_spec *spec = tw_device_spec(cu_current_device());
+    tmp->ptx_version = tmp->binary_version = spec ? spec->cc_major * 10 + spec->cc_minor : 90;
+    return tmp;
+}
+
+static CUresult func_get_attr(int *pi, CUfunction_attribute attrib, const void *h)
 {
     if (!pi)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(f))
+    struct cu_func tmp;
+    const struct cu_func *f = cu_func_get(h, &tmp);
+    if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *pi = f->max_threads; break;
@@ -999,17 +1072,20 @@ static CUresult func_get_attr(int *pi, CUfunction_attribute attrib, const struct
     return CUDA_SUCCESS;
 }
 
-static CUresult func_set_attr(struct cu_func *f, CUfunction_attribute attrib, int value)
+/* On a runtime kernel (a view, mod == NULL) only the dynamic shared memory opt-in persists: it is the core's. */
+static CUresult func_set_attr(void *h, CUfunction_attribute attrib, int value)
 {
-    if (!cu_func_ok(f))
+    struct cu_func tmp;
+    struct cu_func *f = cu_func_get(h, &tmp);
+    if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     switch (attrib) {
     case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: {
-        int optin = dev_attr(f->mod->device, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448);
+        int optin = dev_attr(f->mod ? f->mod->device : cu_current_device(), CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 232448);
         if (value < 0 || value + f->shared_static > optin)
             return CUDA_ERROR_INVALID_VALUE;
         f->max_dyn_shared = value;
-        if (f->kernel->max_dyn_shared < value)
+        if (!f->mod || f->kernel->max_dyn_shared < value)
             f->kernel->max_dyn_shared = value;
         break;
     }
@@ -1072,7 +1148,9 @@ TW_EXPORT CUresult cuKernelSetAttribute(CUfunction_attribute attrib, int val, CU
 TW_EXPORT CUresult cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
 {
     cu_enter();
-    if (!cu_func_ok(hfunc))
+    struct cu_func tmp;
+    hfunc = cu_func_get(hfunc, &tmp);
+    if (!hfunc)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((unsigned)config > CU_FUNC_CACHE_PREFER_EQUAL)
         return CUDA_ERROR_INVALID_VALUE;
@@ -1092,20 +1170,24 @@ TW_EXPORT CUresult cuFuncGetName(const char **name, CUfunction hfunc)
     cu_enter();
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(hfunc))
+    struct cu_func tmp;
+    const struct cu_func *f = cu_func_get(hfunc, &tmp);
+    if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
-    *name = hfunc->name;
+    *name = f->name;
     return CUDA_SUCCESS;
 }
 
 TW_EXPORT CUresult cuKernelGetName(const char **name, CUkernel hfunc) { return cuFuncGetName(name, hfunc); }
 
-static CUresult param_info(const struct cu_func *f, size_t idx, size_t *off, size_t *size)
+static CUresult param_info(const void *h, size_t idx, size_t *off, size_t *size)
 {
     cu_enter();
     if (!off && !size)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(f))
+    struct cu_func tmp;
+    const struct cu_func *f = cu_func_get(h, &tmp);
+    if (!f)
         return CUDA_ERROR_INVALID_HANDLE;
     if (f->n_params < 0 || !f->param_off)
         return f->n_params == 0 || (f->n_params > 0 && idx >= (size_t)f->n_params) ? CUDA_ERROR_INVALID_VALUE
@@ -1145,7 +1227,8 @@ TW_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction func
     cu_enter();
     if (!state)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!cu_func_ok(function))
+    struct cu_func tmp;
+    if (!cu_func_get(function, &tmp))
         return CUDA_ERROR_INVALID_HANDLE;
     *state = CU_FUNCTION_LOADING_STATE_LOADED;
     return CUDA_SUCCESS;
@@ -1154,5 +1237,171 @@ TW_EXPORT CUresult cuFuncIsLoaded(CUfunctionLoadingState *state, CUfunction func
 TW_EXPORT CUresult cuFuncLoad(CUfunction function)
 {
     cu_enter();
-    return cu_func_ok(function) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    struct cu_func tmp;
+    return cu_func_get(function, &tmp) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ---------------------------------------------------------------- linker */
+typedef struct link_state *CUlinkState;
+enum { CU_JIT_INPUT_CUBIN = 0, CU_JIT_INPUT_PTX = 1, CU_JIT_INPUT_FATBINARY = 2, CU_JIT_INPUT_OBJECT = 3,
+       CU_JIT_INPUT_LIBRARY = 4, CU_JIT_INPUT_NVVM = 5 };
+
+static int link_append(struct link_state *st, const void *data, size_t len)
+{
+    size_t need = st->len + 8 + ((len + 7) & ~(size_t)7);
+    if (need > st->cap) {
+        size_t cap = st->cap ? st->cap * 2 : 4096;
+        while (cap < need)
+            cap *= 2;
+        uint8_t *n = realloc(st->buf, cap);
+        if (!n)
+            return 0;
+        st->buf = n;
+        st->cap = cap;
+    }
+    uint64_t l = len;
+    memcpy(st->buf + st->len, &l, 8);
+    memcpy(st->buf + st->len + 8, data, len);
+    memset(st->buf + st->len + 8 + len, 0, ((len + 7) & ~(size_t)7) - len);
+    st->len = need;
+    st->count++;
+    memcpy(st->buf + 8, &st->count, 4);
+    return 1;
+}
+
+static CUresult link_create(unsigned int numOptions, CUjit_option *options, void **optionValues, CUlinkState *out)
+{
+    cu_enter();
+    if (!out || (numOptions && (!options || !optionValues)))
+        return CUDA_ERROR_INVALID_VALUE;
+    struct link_state *st = calloc(1, sizeof *st);
+    if (!st)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    st->magic = LINK_STATE_MAGIC;
+    st->cap = 4096;
+    st->buf = malloc(st->cap);
+    if (!st->buf) {
+        free(st);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(st->buf, LINK_MAGIC, 8);
+    memset(st->buf + 8, 0, 4);
+    st->len = 12;
+    jit_outputs(numOptions, options, optionValues);
+    *out = st;
+    return CUDA_SUCCESS;
+}
+TW_EXPORT CUresult cuLinkCreate(unsigned int n, CUjit_option *o, void **v, CUlinkState *out) { return link_create(n, o, v, out); }
+TW_EXPORT CUresult cuLinkCreate_v2(unsigned int n, CUjit_option *o, void **v, CUlinkState *out) { return link_create(n, o, v, out); }
+
+static CUresult link_add(CUlinkState st, int type, const void *data, size_t size)
+{
+    if (!st || st->magic != LINK_STATE_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!data || size == 0 || type < CU_JIT_INPUT_CUBIN || type > CU_JIT_INPUT_NVVM)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (type == CU_JIT_INPUT_LIBRARY || type == CU_JIT_INPUT_NVVM)
+        return CUDA_SUCCESS;
+    if (type == CU_JIT_INPUT_PTX) {
+        /* keep PTX NUL-terminated */
+        char *t = malloc(size + 1);
+        if (!t)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        memcpy(t, data, size);
+        t[size] = 0;
+        int ok = link_append(st, t, size + 1);
+        free(t);
+        return ok ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    return link_append(st, data, size) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+static CUresult link_add_data(CUlinkState st, int type, void *data, size_t size, const char *name,
+                              unsigned int n, CUjit_option *o, void **v)
+{
+    (void)name;
+    cu_enter();
+    if (n && (!o || !v))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = link_add(st, type, data, size);
+    if (r == CUDA_SUCCESS)
+        jit_outputs(n, o, v);
+    return r;
+}
+TW_EXPORT CUresult cuLinkAddData(CUlinkState st, int type, void *data, size_t size, const char *name, unsigned int n,
+                                 CUjit_option *o, void **v)
+{
+    return link_add_data(st, type, data, size, name, n, o, v);
+}
+TW_EXPORT CUresult cuLinkAddData_v2(CUlinkState st, int type, void *data, size_t size, const char *name,
+                                    unsigned int n, CUjit_option *o, void **v)
+{
+    return link_add_data(st, type, data, size, name, n, o, v);
+}
+
+static CUresult link_add_file(CUlinkState st, int type, const char *path, unsigned int n, CUjit_option *o, void **v)
+{
+    cu_enter();
+    if (!path || (n && (!o || !v)))
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || sb.st_size <= 0) {
+        close(fd);
+        return CUDA_ERROR_INVALID_IMAGE;
+    }
+    uint8_t *buf = malloc((size_t)sb.st_size);
+    size_t got = 0;
+    while (buf && got < (size_t)sb.st_size) {
+        ssize_t k = read(fd, buf + got, (size_t)sb.st_size - got);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+    }
+    close(fd);
+    if (!buf)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult r = link_add(st, type, buf, got);
+    free(buf);
+    if (r == CUDA_SUCCESS)
+        jit_outputs(n, o, v);
+    return r;
+}
+TW_EXPORT CUresult cuLinkAddFile(CUlinkState st, int type, const char *path, unsigned int n, CUjit_option *o, void **v)
+{
+    return link_add_file(st, type, path, n, o, v);
+}
+TW_EXPORT CUresult cuLinkAddFile_v2(CUlinkState st, int type, const char *path, unsigned int n, CUjit_option *o,
+                                    void **v)
+{
+    return link_add_file(st, type, path, n, o, v);
+}
+
+/* The image stays owned by the link state until cuLinkDestroy, as with the real driver. */
+TW_EXPORT CUresult cuLinkComplete(CUlinkState st, void **cubinOut, size_t *sizeOut)
+{
+    cu_enter();
+    if (!st || st->magic != LINK_STATE_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!cubinOut)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (st->count == 0)
+        return CUDA_ERROR_INVALID_IMAGE;
+    *cubinOut = st->buf;
+    if (sizeOut)
+        *sizeOut = st->len;
+    return CUDA_SUCCESS;
+}
+
+TW_EXPORT CUresult cuLinkDestroy(CUlinkState st)
+{
+    cu_enter();
+    if (!st || st->magic != LINK_STATE_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    st->magic = 0;
+    free(st->buf);
+    free(st);
+    return CUDA_SUCCESS;
 }

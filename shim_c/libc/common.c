@@ -255,10 +255,3 @@ void tw_libc_sleep_until(uint64_t target) {
     errno = saved;
 }
 
-/* The core's tw_sleep_until replaces this one when it exists. A sleeping thread cannot be woken by anything
- * but its deadline, so jumping to it is safe for this thread; yielding keeps a program that sleeps in a loop
- * (a poller) from eating a core. */
-__attribute__((weak)) void tw_sleep_until(uint64_t virt_ns) {
-    tw_wait_until(virt_ns);
-    sched_yield();
-}

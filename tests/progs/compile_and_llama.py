@@ -41,9 +41,10 @@ with torch.no_grad():
     r["forward_s"] = time.perf_counter() - t0
     r["logits_shape"] = list(logits.shape)
     r["logits_dtype"] = str(logits.dtype)
-    t0 = time.perf_counter()
-    gen = model.generate(ids, max_new_tokens=8, do_sample=False)
-    torch.cuda.synchronize()
-    r["generate_s"] = time.perf_counter() - t0
-    r["generate_shape"] = list(gen.shape)
+    if "--generate" in __import__("sys").argv:
+        t0 = time.perf_counter()
+        gen = model.generate(ids, max_new_tokens=8, do_sample=False)
+        torch.cuda.synchronize()
+        r["generate_s"] = time.perf_counter() - t0
+        r["generate_shape"] = list(gen.shape)
 print(json.dumps(r))

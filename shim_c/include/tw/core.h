@@ -91,6 +91,8 @@ void tw_device_pci_bus_id(int dev, char *buf, int len); /* "0000:18:00.0" */
 uint64_t tw_now(void);
 /* The host thread waits until virtual time t (GPU completion, an event): the clock jumps, nothing sleeps. */
 void tw_wait_until(uint64_t t);
+/* A pure sleep until virtual time t (see vclock.c for how much real time it takes). */
+void tw_sleep_until(uint64_t t);
 /* Wall-clock values at the virtual epoch, so that realtime and monotonic advance together. */
 void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns);
 
