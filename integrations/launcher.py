@@ -132,6 +132,8 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "TIMEWARP_NUM_GPUS": str(num_gpus),
         "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),
         "VLLM_NCCL_SO_PATH": str(lib / "libnccl.so.2"),
+        # timewarp/_site/sitecustomize.py: host-visible results of small PyTorch ops (integrations/torch_shadow.py)
+        "PYTHONPATH": _prepend_path_list(str(lib.parent / "_site"), base.get("PYTHONPATH")),
     }
     if report is not None:
         env["TIMEWARP_REPORT"] = os.path.abspath(report)

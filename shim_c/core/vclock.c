@@ -80,8 +80,21 @@ static inline void publish(uint64_t t) {
     while (g < t && !atomic_compare_exchange_weak_explicit(&process_now, &g, t, memory_order_relaxed, memory_order_relaxed)) {}
 }
 
+/* Work the emulator itself does on the program's thread (the PyTorch shadow of small results) is not
+ * charged: while paused, a reading does not add CPU time, and resuming drops what was spent. */
+static __thread int charge_paused;
+
+void tw_charge_pause(void) {
+    if (charge_paused++ == 0) (void)tw_now();
+}
+
+void tw_charge_resume(void) {
+    if (charge_paused > 0 && --charge_paused == 0) thread_cpu_last = tw_thread_cpu_ns();
+}
+
 uint64_t tw_now(void) {
     uint64_t cpu = tw_thread_cpu_ns();
+    if (charge_paused) thread_cpu_last = cpu;
     uint64_t g = atomic_load_explicit(&process_now, memory_order_relaxed);
     if (__builtin_expect(!thread_started, 0)) {
         /* a new thread starts at the process clock */

@@ -91,6 +91,10 @@ void tw_device_pci_bus_id(int dev, char *buf, int len); /* "0000:18:00.0" */
 uint64_t tw_now(void);
 /* The host thread waits until virtual time t (GPU completion, an event): the clock jumps, nothing sleeps. */
 void tw_wait_until(uint64_t t);
+/* Stop and restart charging the calling thread's CPU time (nests): for work the emulator does on the
+ * program's threads that the real run would not do. */
+void tw_charge_pause(void);
+void tw_charge_resume(void);
 /* A pure sleep until virtual time t (see vclock.c for how much real time it takes). */
 void tw_sleep_until(uint64_t t);
 /* Wall-clock values at the virtual epoch, so that realtime and monotonic advance together. */

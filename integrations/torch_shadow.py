@@ -1,0 +1,162 @@
+"""Host-visible results of small PyTorch operations.
+
+Kernels never run under emulation, so a value that a program computes on the GPU and reads back (a stopping
+test in transformers' generate(), a length, a mask sum) would be whatever the memory held before. Small
+device allocations are host-backed (shim_c/core/memory.c), so their bytes can be read and written from the
+host. This TorchDispatchMode lets every operation run as usual (launching its kernels, which are timed),
+then, for an operation whose outputs are small and backed:
+- if every device input is small and backed too, computes the same operation on the CPU over aliases of
+  the device memory and writes the result into the outputs: the values read back are exact;
+- otherwise (an input lives in large, address-only memory: weights, activations, logits) fills the outputs
+  with zeros, so what is read back is deterministic rather than stale.
+Views, random number generators and cross-device copies are left alone (copies move real bytes through the
+shim already). The CPU work is not charged to the virtual clock (tw_charge_pause/resume). Under
+torch.compile'd code and CUDA graph replays no aten operation is dispatched, so nothing is shadowed there.
+
+Installed at `import torch` by timewarp's sitecustomize when TIMEWARP_SHADOW is not "0".
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+
+import torch
+from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_flatten, tree_map
+
+log = logging.getLogger(__name__)
+
+MAX_BYTES = int(os.environ.get("TIMEWARP_SHADOW_MAX_BYTES", str(1 << 20)))
+
+
+class _Alloc(ctypes.Structure):  # tw_alloc in shim_c/include/tw/core.h
+    _fields_ = [("base", ctypes.c_size_t), ("size", ctypes.c_size_t), ("device", ctypes.c_int),
+                ("kind", ctypes.c_int), ("backed", ctypes.c_int), ("vmm", ctypes.c_int)]
+
+
+_core = ctypes.CDLL(None)  # libtimewarp.so is preloaded: its symbols are global
+_lookup = _core.tw_mem_lookup
+_lookup.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Alloc)]
+_lookup.restype = ctypes.c_int
+_pause, _resume = _core.tw_charge_pause, _core.tw_charge_resume
+
+_aten = torch.ops.aten
+_LEAVE = {
+    _aten._local_scalar_dense.default, _aten.empty.memory_format, _aten.empty_strided.default,
+    _aten.empty_like.default, _aten.set_.source_Storage_storage_offset, _aten.record_stream.default,
+    _aten.resize_.default,
+}
+_RANDOM_WORDS = ("rand", "normal", "bernoulli", "multinomial", "dropout", "uniform", "exponential", "geometric",
+                 "cauchy", "log_normal", "random_", "poisson")
+
+
+def _backed(t: torch.Tensor) -> bool:
+    """t's whole storage is small, host-backed device memory."""
+    st = t.untyped_storage()
+    n = st.nbytes()
+    if n == 0:
+        return True
+    if n > MAX_BYTES:
+        return False
+    a = _Alloc()
+    ptr = st.data_ptr()
+    return bool(_lookup(ptr, ctypes.byref(a))) and a.backed == 1 and ptr + n <= a.base + a.size
+
+
+def _alias(t: torch.Tensor) -> torch.Tensor:
+    """A CPU tensor over the same bytes as the device tensor t."""
+    st = t.untyped_storage()
+    n = st.nbytes()
+    if n == 0:
+        return torch.empty_strided(t.shape, t.stride(), dtype=t.dtype)
+    raw = torch.frombuffer((ctypes.c_char * n).from_address(st.data_ptr()), dtype=torch.uint8)
+    return raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
+
+
+def _is_dev(x) -> bool:
+    return isinstance(x, torch.Tensor) and x.device.type == "cuda"
+
+
+def _plain(x) -> bool:
+    return type(x) in (torch.Tensor, torch.nn.Parameter)
+
+
+class ShadowMode(TorchDispatchMode):
+    def __init__(self):
+        super().__init__()
+        self._skip: dict = {}
+        self.shadowed = self.zeroed = self.failed = 0
+
+    def _skipped(self, func) -> bool:
+        s = self._skip.get(func)
+        if s is None:
+            name = func.name()
+            returns = func._schema.returns
+            view = any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+            s = (func in _LEAVE or view or any(w in name for w in _RANDOM_WORDS)
+                 or not any(isinstance(r.type, torch.TensorType) or "Tensor" in str(r.type) for r in returns))
+            self._skip[func] = s
+        return s
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        if self._skipped(func):
+            return out
+        _pause()
+        try:
+            self._shadow(func, args, kwargs, out)
+        except Exception as e:  # never let the emulator's bookkeeping break the program
+            self.failed += 1
+            log.debug("shadow of %s failed: %s", func, e)
+        finally:
+            _resume()
+        return out
+
+    def _shadow(self, func, args, kwargs, out) -> None:
+        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        targets = [t for t in outs if _is_dev(t)]
+        if not targets or not all(_plain(t) and _backed(t) for t in targets):
+            return
+        if torch.cuda.is_current_stream_capturing():
+            return  # a captured operation runs at replay, which dispatches nothing
+        ins = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+        if func is _aten.copy_.default and ins[0].device != ins[1].device:
+            return  # a host<->device copy: the shim moved the bytes
+        if func is _aten._to_copy.default and any(not _is_dev(x) for x in ins):
+            return
+        known = all(not _is_dev(x) or (_plain(x) and _backed(x)) for x in ins)
+        inplace = any(r.alias_info is not None and r.alias_info.is_write for r in func._schema.returns)
+        if known:
+            def to_host(x):
+                if _is_dev(x):
+                    return _alias(x)
+                if isinstance(x, torch.device) and x.type == "cuda":
+                    return torch.device("cpu")
+                return x
+            cargs, ckwargs = tree_map(to_host, (args, kwargs))
+            if ckwargs.get("device") is not None and str(ckwargs["device"]).startswith("cuda"):
+                ckwargs["device"] = torch.device("cpu")
+            res = func(*cargs, **ckwargs)
+            if not inplace:  # in-place and out= variants wrote through the aliases already
+                for t, r in zip(outs, [x for x in tree_flatten(res)[0] if isinstance(x, torch.Tensor)]):
+                    if _is_dev(t):
+                        _alias(t).copy_(r)
+            self.shadowed += 1
+        elif not inplace:
+            for t in targets:
+                _alias(t).zero_()
+            self.zeroed += 1
+
+
+_mode: ShadowMode | None = None
+
+
+def install() -> ShadowMode:
+    """Push the mode for the calling thread (the thread that imported torch: the program's main thread)."""
+    global _mode
+    if _mode is None:
+        _mode = ShadowMode()
+        _mode.__enter__()
+    return _mode
