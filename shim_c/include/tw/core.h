@@ -95,6 +95,8 @@ void tw_wait_until(uint64_t t);
  * program's threads that the real run would not do. */
 void tw_charge_pause(void);
 void tw_charge_resume(void);
+/* Do not charge the next ns of this thread's CPU time (a measured emulator overhead). */
+void tw_charge_forgive(uint64_t ns);
 /* A pure sleep until virtual time t (see vclock.c for how much real time it takes). */
 void tw_sleep_until(uint64_t t);
 /* Wall-clock values at the virtual epoch, so that realtime and monotonic advance together. */
