@@ -128,6 +128,7 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "LD_PRELOAD": _prepend_path_list(str(lib / CORE), base.get("LD_PRELOAD")),
         "LD_AUDIT": _prepend_path_list(str(lib / AUDIT), base.get("LD_AUDIT")),
         "TIMEWARP_LIB_DIR": str(lib),
+        "TIMEWARP_AUDIT": "0",  # the LD_AUDIT redirector flips it to 1; the core warns if it stays 0
         "TIMEWARP_GPU": gpu,
         "TIMEWARP_NUM_GPUS": str(num_gpus),
         "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),

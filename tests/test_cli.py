@@ -26,3 +26,11 @@ def test_gpus_lists_the_catalog():
     p = subprocess.run(timewarp_cmd("gpus"), capture_output=True, text=True)
     assert p.returncode == 0
     assert "NVIDIA H200" in p.stdout and "B200" in p.stdout
+
+
+def test_a_missing_redirector_is_explained():
+    import os
+    env = dict(os.environ, LD_AUDIT="/nonexistent/libtimewarp_audit.so")
+    p = subprocess.run(timewarp_cmd("run", "--", "sh", "-c", 'LD_AUDIT=/nonexistent/x.so python3 -c "print(1)"'),
+                       capture_output=True, text=True, env=env)
+    assert "LD_AUDIT redirector" in p.stderr and "did not load" in p.stderr

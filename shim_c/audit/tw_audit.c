@@ -37,7 +37,16 @@ static const char *const map[][2] = {
 static char paths[NMAP][PATH_MAX];
 static int active;
 
+/* Tell the core that the redirector runs. The module has its own libc and environment copy, but the
+ * environment strings themselves are the process's: flipping TIMEWARP_AUDIT=0 to 1 in place is seen by the
+ * core (shim_c/core/device.c), which otherwise explains why the program will find NVIDIA's real libraries. */
+static void mark_active(void) {
+    char *v = getenv("TIMEWARP_AUDIT");
+    if (v && v[0] == '0' && v[1] == 0) v[0] = '1';
+}
+
 unsigned int la_version(unsigned int version) {
+    mark_active();
     const char *dir = getenv("TIMEWARP_LIB_DIR");
     if (dir && *dir) {
         for (size_t i = 0; i < NMAP; i++) snprintf(paths[i], PATH_MAX, "%s/%s", dir, map[i][1]);

@@ -66,6 +66,13 @@ __attribute__((constructor(101))) static void vclock_init(void) {
     /* Resolve the vDSO-backed clock_gettime for the waits that need real time; readings of the virtual
      * clock only need the CPU-time clock, which is a plain system call. */
     real_clock_gettime = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
+    /* the launcher sets TIMEWARP_AUDIT=0 and the LD_AUDIT redirector turns it to 1 when it loads */
+    char *audit = getenv("TIMEWARP_AUDIT");
+    if (audit && audit[0] == '1') audit[0] = '0';  /* re-armed for the processes this one starts */
+    else if (audit && audit[0] == '0')
+        tw_log("the LD_AUDIT redirector (%s) did not load: CUDA libraries will resolve to NVIDIA's real ones, "
+               "which find no GPU here; check that LD_AUDIT names libtimewarp_audit.so and that the program is "
+               "not setuid", getenv("LD_AUDIT") ? getenv("LD_AUDIT") : "LD_AUDIT unset");
 }
 
 void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns) {
