@@ -195,12 +195,6 @@ tw_err tw_mem_free(void *ptr) {
     region *r = region_find((uintptr_t)ptr);
     if (!r || r->base != (uintptr_t)ptr || r->device < 0 || r->vmm) { TW_UNLOCK(); return TW_ERR_INVALID_VALUE; }
     int d = r->device;
-    TW_UNLOCK();
-    /* cudaFree/cuMemFree synchronize the device before releasing memory */
-    tw_device_synchronize(d);
-    TW_LOCK();
-    r = region_find((uintptr_t)ptr);
-    if (!r || r->base != (uintptr_t)ptr) { TW_UNLOCK(); return TW_ERR_INVALID_VALUE; }
     arenas[d].used -= charged(r->size);
     release_range(d, r->base, r->size, r->backed);
     region_remove(r);

@@ -67,6 +67,7 @@ TW_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
     tw_alloc a;
     if (!tw_mem_lookup((void *)(uintptr_t)dptr, &a) || a.base != dptr || a.kind == TW_MEM_HOST_PINNED || a.vmm)
         return CUDA_ERROR_INVALID_VALUE;
+    tw_device_synchronize(a.device);  /* cuMemFree waits for the device's work; cuMemFreeAsync does not */
     return cu_err(tw_mem_free((void *)(uintptr_t)dptr));
 }
 

@@ -780,7 +780,6 @@ TW_EXPORT cudaError_t cudaMemPoolGetAccess(int *flags, cudaMemPool_t memPool, st
 
 /* ------------------------------------------------------------------ allocation */
 
-static tw_ptrmap managed_set = TW_PTRMAP_INIT; /* managed allocations made through the host-memory fallback */
 
 TW_EXPORT cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
@@ -830,15 +829,9 @@ TW_EXPORT cudaError_t cudaFree(void *devPtr)
 {
     tw_init();
     if (!devPtr) return cudaSuccess;
-    if (tw_pm_get(&managed_set, devPtr)) {
-        tw_device_synchronize(-1);
-        tw_pm_put(&managed_set, devPtr, NULL);
-        return cr_tw(tw_host_free(devPtr));
-    }
     tw_alloc a;
     if (!tw_mem_lookup(devPtr, &a) || a.kind == TW_MEM_HOST_PINNED) return cr(cudaErrorInvalidValue);
-    /* cudaFree waits for the device's work */
-    tw_device_synchronize(a.device);
+    tw_device_synchronize(a.device);  /* cudaFree waits for the device's work; cudaFreeAsync does not */
     TW_DEBUG("cudaFree(%p)", devPtr);
     return cr_tw(free_device(devPtr));
 }
@@ -870,7 +863,7 @@ TW_EXPORT cudaError_t cudaFreeHost(void *ptr)
     tw_init();
     if (!ptr) return cudaSuccess;
     tw_alloc a;
-    if (tw_pm_get(&managed_set, ptr) || !tw_mem_lookup(ptr, &a) || a.kind != TW_MEM_HOST_PINNED)
+    if (!tw_mem_lookup(ptr, &a) || a.kind != TW_MEM_HOST_PINNED)
         return cr(cudaErrorInvalidValue);
     tw_device_synchronize(-1);
     return cr_tw(tw_host_free(ptr));
@@ -958,13 +951,7 @@ TW_EXPORT cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *att
     tw_init();
     memset(attributes, 0, sizeof(*attributes));
     tw_alloc a;
-    void *managed_dev = ptr ? tw_pm_get(&managed_set, ptr) : NULL;
-    if (managed_dev) {
-        attributes->type = cudaMemoryTypeManaged;
-        attributes->device = (int)(uintptr_t)managed_dev - 1;
-        attributes->devicePointer = (void *)ptr;
-        attributes->hostPointer = (void *)ptr;
-    } else if (ptr && tw_mem_lookup(ptr, &a)) {
+    if (ptr && tw_mem_lookup(ptr, &a)) {
         switch (a.kind) {
         case TW_MEM_DEVICE:
             attributes->type = cudaMemoryTypeDevice;

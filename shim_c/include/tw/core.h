@@ -116,7 +116,7 @@ typedef struct tw_alloc {
 tw_err tw_mem_alloc(int dev, size_t size, void **out);
 /* Managed memory (cudaMallocManaged): device memory that is always host-backed. */
 tw_err tw_mem_alloc_managed(int dev, size_t size, void **out);
-tw_err tw_mem_free(void *ptr);
+tw_err tw_mem_free(void *ptr);   /* does not wait: cudaFree/cuMemFree synchronize first, *FreeAsync do not */
 /* Pinned host memory (cudaHostAlloc/cudaMallocHost): real host memory, registered as such. */
 tw_err tw_host_alloc(size_t size, void **out);
 tw_err tw_host_free(void *ptr);
