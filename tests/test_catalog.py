@@ -61,3 +61,40 @@ def test_nvml_and_runtime_agree_on_memory():
     assert r["free0"] - r["free1"] == 10 * 2**30
     assert r["nvml_free"] == r["free1"]
     assert r["nvml_used"] == r["nvml_total"] - r["nvml_free"]
+
+
+def test_h200_device_properties_match_the_real_card():
+    """Every cudaGetDeviceProperties field (CUDA 13 layout, read through ctypes from the header the shim
+    is built with) equals what the real H200 reported; uuid and PCI ids are per-device by design."""
+    header = pathlib.Path(__file__).parents[1] / "shim_c/include/tw/cuda_types.h"
+    code = f"""
+    import ctypes, json, re
+    probe = json.load(open({str(PROBE)!r}))["cudaGetDeviceProperties"]
+    types = {{"char": ctypes.c_char, "int": ctypes.c_int, "unsigned int": ctypes.c_uint, "size_t": ctypes.c_size_t,
+              "tw_uuid16": ctypes.c_char * 16}}
+    fields = []
+    body = open({str(header)!r}).read().split("struct tw_cudaDeviceProp {{")[1].split("}};")[0]
+    for line in body.splitlines():
+        m = re.match(r"\\s*(unsigned int|char|int|size_t|tw_uuid16)\\s+(\\w+)(?:\\[(\\d+)\\])?;", line)
+        if m:
+            t = types[m.group(1)]
+            fields.append((m.group(2), t * int(m.group(3)) if m.group(3) else t))
+    Prop = type("Prop", (ctypes.Structure,), {{"_fields_": fields}})
+    rt = ctypes.CDLL("libcudart.so.13")
+    p = Prop()
+    assert rt.cudaGetDeviceProperties(ctypes.byref(p), 0) == 0
+    diffs = []
+    for name, _ in fields:
+        if name in ("uuid", "luid", "reserved") or name not in probe:
+            continue
+        v = getattr(p, name)
+        v = v.decode() if isinstance(v, bytes) else (list(v) if hasattr(v, "__len__") else v)
+        if v != probe[name]:
+            diffs.append([name, probe[name], v])
+    print(json.dumps({{"diffs": diffs, "checked": len(fields), "size": ctypes.sizeof(Prop)}}))
+    """
+    run = run_emulated(code)
+    assert run.rc == 0, run.stderr[-4000:]
+    r = run.result
+    assert r["diffs"] == []
+    assert r["checked"] > 90
