@@ -193,14 +193,45 @@ def calibrate(mode: ShadowMode, n: int = 200) -> int:
     return max(0, int(best * 1e9))
 
 
+def _forgiveness(mode: ShadowMode) -> int:
+    """TIMEWARP_SHADOW_FORGIVE_NS if set, else the calibration of this machine and stack, measured once and
+    kept in ~/.cache/timewarp (calibrating launches a few thousand small kernels, which would otherwise
+    appear in every run's timeline)."""
+    if os.environ.get("TIMEWARP_SHADOW_FORGIVE_NS"):
+        return int(os.environ["TIMEWARP_SHADOW_FORGIVE_NS"])
+    import json
+    import platform
+    import sys
+
+    key = f"{platform.node()}|{platform.processor()}|{sys.version.split()[0]}|{torch.__version__}|" \
+          f"{os.environ.get('TIMEWARP_HOST_SPEED', '1')}"
+    path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "timewarp",
+                        "shadow_forgive.json")
+    try:
+        with open(path) as f:
+            cached = json.load(f)
+    except (OSError, ValueError):
+        cached = {}
+    if key in cached:
+        return int(cached[key])
+    ns = calibrate(mode)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        cached[key] = ns
+        tmp = f"{path}.{os.getpid()}"
+        with open(tmp, "w") as f:
+            json.dump(cached, f)
+        os.replace(tmp, path)
+    except OSError:
+        pass
+    return ns
+
+
 def install() -> ShadowMode:
     """Push the mode for the calling thread (the thread that imported torch: the program's main thread)."""
     global _mode
     if _mode is None:
         _mode = ShadowMode()
-        if os.environ.get("TIMEWARP_SHADOW_FORGIVE_NS"):
-            _mode.entry_ns = int(os.environ["TIMEWARP_SHADOW_FORGIVE_NS"])
-        else:
-            _mode.entry_ns = calibrate(_mode)
+        _mode.entry_ns = _forgiveness(_mode)
         _mode.__enter__()
     return _mode
