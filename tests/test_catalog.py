@@ -98,3 +98,63 @@ def test_h200_device_properties_match_the_real_card():
     r = run.result
     assert r["diffs"] == []
     assert r["checked"] > 90
+
+
+def test_vmm_allocations_count_in_every_memory_view():
+    """cuMemCreate (vLLM's sleep-mode allocator, torch's expandable segments) takes capacity that
+    cudaMemGetInfo, cuMemGetInfo and NVML all report; mapping it gives a usable, host-backed small range."""
+    code = """
+    import ctypes, json
+    cu = ctypes.CDLL("libcuda.so.1"); rt = ctypes.CDLL("libcudart.so.13"); nv = ctypes.CDLL("libnvidia-ml.so.1")
+    assert cu.cuInit(0) == 0
+    ctx = ctypes.c_void_p()
+    assert cu.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), 0) == 0
+    assert cu.cuCtxSetCurrent(ctx) == 0
+    class Loc(ctypes.Structure): _fields_ = [("type", ctypes.c_int), ("id", ctypes.c_int)]
+    class Flags(ctypes.Structure): _fields_ = [("compressionType", ctypes.c_ubyte), ("gpuDirectRDMACapable", ctypes.c_ubyte),
+                                               ("usage", ctypes.c_ushort), ("reserved", ctypes.c_ubyte * 4)]
+    class Prop(ctypes.Structure): _fields_ = [("type", ctypes.c_int), ("requestedHandleTypes", ctypes.c_int),
+                                              ("location", Loc), ("win32HandleMetaData", ctypes.c_void_p), ("allocFlags", Flags)]
+    class Desc(ctypes.Structure): _fields_ = [("location", Loc), ("flags", ctypes.c_int)]
+    prop = Prop(type=1, location=Loc(type=1, id=0))  # pinned, on device 0
+    gran = ctypes.c_size_t()
+    assert cu.cuMemGetAllocationGranularity(ctypes.byref(gran), ctypes.byref(prop), 0) == 0
+    def infos():
+        f, t = ctypes.c_size_t(), ctypes.c_size_t()
+        assert rt.cudaMemGetInfo(ctypes.byref(f), ctypes.byref(t)) == 0
+        cf, ct = ctypes.c_size_t(), ctypes.c_size_t()
+        assert cu.cuMemGetInfo_v2(ctypes.byref(cf), ctypes.byref(ct)) == 0
+        class Mem(ctypes.Structure): _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+        assert nv.nvmlInit_v2() == 0
+        h = ctypes.c_void_p(); assert nv.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h)) == 0
+        m = Mem(); assert nv.nvmlDeviceGetMemoryInfo(h, ctypes.byref(m)) == 0
+        return f.value, cf.value, m.free
+    before = infos()
+    size = 8 * 2**30
+    handle = ctypes.c_ulonglong()
+    assert cu.cuMemCreate(ctypes.byref(handle), ctypes.c_size_t(size), ctypes.byref(prop), ctypes.c_ulonglong(0)) == 0
+    after = infos()
+    small = ctypes.c_ulonglong()
+    assert cu.cuMemCreate(ctypes.byref(small), ctypes.c_size_t(gran.value), ctypes.byref(prop), ctypes.c_ulonglong(0)) == 0
+    va = ctypes.c_ulonglong()
+    assert cu.cuMemAddressReserve(ctypes.byref(va), ctypes.c_size_t(gran.value), ctypes.c_size_t(0), ctypes.c_ulonglong(0), ctypes.c_ulonglong(0)) == 0
+    assert cu.cuMemMap(va, ctypes.c_size_t(gran.value), ctypes.c_size_t(0), small, ctypes.c_ulonglong(0)) == 0
+    desc = Desc(location=Loc(type=1, id=0), flags=3)
+    assert cu.cuMemSetAccess(va, ctypes.c_size_t(gran.value), ctypes.byref(desc), ctypes.c_size_t(1)) == 0
+    src = (ctypes.c_ubyte * 16)(*range(16)); dst = (ctypes.c_ubyte * 16)()
+    assert rt.cudaMemcpy(ctypes.c_void_p(va.value), src, ctypes.c_size_t(16), 1) == 0
+    assert rt.cudaMemcpy(dst, ctypes.c_void_p(va.value), ctypes.c_size_t(16), 2) == 0
+    huge = ctypes.c_ulonglong()
+    oom = cu.cuMemCreate(ctypes.byref(huge), ctypes.c_size_t(200 * 2**30), ctypes.byref(prop), ctypes.c_ulonglong(0))
+    assert cu.cuMemRelease(handle) == 0
+    print(json.dumps({"gran": gran.value, "before": before, "after": after, "final": infos(), "roundtrip": list(dst), "oom": oom}))
+    """
+    run = run_emulated(code)
+    assert run.rc == 0, run.stderr[-4000:]
+    r = run.result
+    assert r["gran"] == 2 * 2**20
+    assert len(set(r["before"])) == 1 and len(set(r["after"])) == 1 and len(set(r["final"])) == 1
+    assert r["before"][0] - r["after"][0] == 8 * 2**30
+    assert r["before"][0] - r["final"][0] == 2 * 2**20   # only the small mapped allocation remains
+    assert r["roundtrip"] == list(range(16))
+    assert r["oom"] == 2  # CUDA_ERROR_OUT_OF_MEMORY
