@@ -4,6 +4,7 @@
     timewarp demo [--gpu H200] [...] [-- DEMO-ARGS]
     timewarp gpus
     timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
+    timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE]
 """
 from __future__ import annotations
 
@@ -118,6 +119,28 @@ def env_cmd(ctx, gpu, gpus, report, trace, strict) -> None:
         ctx.exit(1)
     for k, v in env.items():
         click.echo(f"export {k}={shlex.quote(v)}")
+
+
+@cli.command()
+@click.option("--gpu", default="H200", show_default=True, help="GPU whose real measurements to compare with.")
+@click.option("--sections", default=None, help="Benchmark sections (default: gemm_main,elementwise,memcpy,sdpa).")
+@click.option("--keep", type=click.Path(file_okay=False), default=None, help="Keep the emulated tables in DIR.")
+@click.option("--errors", type=click.Path(dir_okay=False), default=None, help="Write every row's error to a CSV.")
+@click.pass_context
+def validate(ctx, gpu, sections, keep, errors) -> None:
+    """Run the calibration microbenchmarks under emulation and print their error against the real GPU."""
+    from timewarp.predictors import validate as v
+
+    try:
+        _, summary = v.validate(gpu, sections or v.SECTIONS, keep=keep, errors_csv=errors)
+    except ImportError as e:
+        click.echo(f"timewarp validate needs pandas and pyarrow ({e}): pip install pandas pyarrow", err=True)
+        ctx.exit(1)
+    except v.ValidateError as e:
+        click.echo(f"timewarp: {e}", err=True)
+        ctx.exit(1)
+    click.echo(f"emulated vs real {gpu} ({v.real_data(gpu).name}); error = (emulated - real) / real")
+    click.echo(v.format_summary(summary))
 
 
 def main(argv: list[str] | None = None) -> None:

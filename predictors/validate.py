@@ -1,0 +1,94 @@
+"""`timewarp validate`: run the calibration microbenchmarks under emulation and compare them with the same
+benchmarks measured on the real GPU.
+
+The benchmark script (predictors/calibration/microbench_h200.py) is unmodified PyTorch: on the H200 it
+wrote predictors/data/h200/microbench_*/; here it runs under `timewarp run` and writes the same tables,
+which are joined on their configuration columns. The error of a row is (emulated - real) / real of the
+median per-launch time; each family (GEMM, attention, elementwise/norm, memcpy) is reported per timing mode
+(`graph`: device time inside a CUDA graph; `eager_loop`: what an eager launch loop achieves, where the
+host's launch cost counts).
+"""
+from __future__ import annotations
+
+import pathlib
+import subprocess
+import sys
+import tempfile
+
+HERE = pathlib.Path(__file__).resolve().parent
+BENCH = HERE / "calibration" / "microbench_h200.py"
+DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29"}
+
+# table -> (family shown, configuration columns that identify a row)
+TABLES = {
+    "gemm": ("GEMM", ["op", "dtype", "m", "n", "k", "batch", "tag", "mode"]),
+    "sdpa": ("attention", ["phase", "batch", "q_len", "kv_len", "causal", "gqa", "backend", "mode"]),
+    "elementwise": ("elementwise/norm", ["op", "dtype", "numel", "mode"]),
+    "memcpy": ("memcpy", ["op", "bytes", "mode"]),
+}
+SECTIONS = "gemm_main,elementwise,memcpy,sdpa"
+
+
+class ValidateError(RuntimeError):
+    pass
+
+
+def real_data(gpu: str) -> pathlib.Path:
+    if gpu not in DATA:
+        raise ValidateError(f"no real measurements stored for {gpu}; measured GPUs: {', '.join(DATA)}")
+    return DATA[gpu]
+
+
+def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budget: int = 3000) -> None:
+    cmd = [sys.executable, "-m", "timewarp", "run", "--gpu", gpu, "--", sys.executable, str(BENCH), str(outdir),
+           "--sections", sections, "--budget", str(budget)]
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    if p.returncode != 0:
+        raise ValidateError(f"the benchmark failed under emulation (exit {p.returncode}):\n{p.stderr[-3000:]}")
+
+
+def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path):
+    """Per-row errors (a DataFrame) and the summary per family and mode."""
+    import pandas as pd
+
+    rows = []
+    for table, (family, keys) in TABLES.items():
+        rp, ep = real_dir / f"{table}.parquet", emu_dir / f"{table}.parquet"
+        if not rp.exists() or not ep.exists():
+            continue
+        r, e = pd.read_parquet(rp), pd.read_parquet(ep)
+        keys = [c for c in keys if c in r.columns and c in e.columns]
+        m = r.merge(e, on=keys, suffixes=("_real", "_emu"))
+        m = m[(m.t_median_us_real > 0) & (m.t_median_us_emu > 0)]
+        m = m.assign(family=family, table=table,
+                     err=(m.t_median_us_emu - m.t_median_us_real) / m.t_median_us_real)
+        rows.append(m[["family", "table", *keys, "t_median_us_real", "t_median_us_emu", "err"]])
+    if not rows:
+        raise ValidateError(f"no table of {real_dir} has a counterpart in {emu_dir}")
+    per_row = pd.concat(rows, ignore_index=True)
+    summary = (per_row.assign(abs_err=per_row.err.abs())
+               .groupby(["family", "mode"])
+               .agg(n=("err", "size"), median_abs=("abs_err", "median"),
+                    p90_abs=("abs_err", lambda s: s.quantile(0.9)), bias=("err", "median"))
+               .reset_index())
+    return per_row, summary
+
+
+def format_summary(summary) -> str:
+    lines = [f"{'family':18s} {'mode':10s} {'n':>5s} {'median |err|':>13s} {'p90 |err|':>10s} {'median err':>11s}"]
+    for _, r in summary.iterrows():
+        lines.append(f"{r.family:18s} {r['mode']:10s} {r.n:5d} {r.median_abs * 100:12.1f}% {r.p90_abs * 100:9.1f}% "
+                     f"{r.bias * 100:+10.1f}%")
+    return "\n".join(lines)
+
+
+def validate(gpu: str = "H200", sections: str = SECTIONS, keep: str | None = None, errors_csv: str | None = None):
+    real = real_data(gpu)
+    with tempfile.TemporaryDirectory(prefix="timewarp-validate-") as tmp:
+        out = pathlib.Path(keep) if keep else pathlib.Path(tmp)
+        out.mkdir(parents=True, exist_ok=True)
+        run_emulated(out, gpu, sections)
+        per_row, summary = compare(real, out)
+    if errors_csv:
+        per_row.to_csv(errors_csv, index=False)
+    return per_row, summary
