@@ -158,3 +158,37 @@ def test_vmm_allocations_count_in_every_memory_view():
     assert r["before"][0] - r["final"][0] == 2 * 2**20   # only the small mapped allocation remains
     assert r["roundtrip"] == list(range(16))
     assert r["oom"] == 2  # CUDA_ERROR_OUT_OF_MEMORY
+
+
+def test_cuda_visible_devices_maps_to_the_box_as_nvml_sees_it():
+    code = """
+    import ctypes, json, torch
+    nv = ctypes.CDLL("libnvidia-ml.so.1"); rt = ctypes.CDLL("libcudart.so.13")
+    assert nv.nvmlInit_v2() == 0
+    n = ctypes.c_uint(); assert nv.nvmlDeviceGetCount_v2(ctypes.byref(n)) == 0
+    class Mem(ctypes.Structure):
+        _fields_ = [("total", ctypes.c_ulonglong), ("free", ctypes.c_ulonglong), ("used", ctypes.c_ulonglong)]
+    def nvml(i):
+        h = ctypes.c_void_p(); assert nv.nvmlDeviceGetHandleByIndex_v2(i, ctypes.byref(h)) == 0
+        class Pci(ctypes.Structure):
+            _fields_ = [("busIdLegacy", ctypes.c_char * 16), ("domain", ctypes.c_uint), ("bus", ctypes.c_uint),
+                        ("device", ctypes.c_uint), ("pciDeviceId", ctypes.c_uint), ("pciSubSystemId", ctypes.c_uint),
+                        ("busId", ctypes.c_char * 32)]
+        p = Pci(); assert nv.nvmlDeviceGetPciInfo_v3(h, ctypes.byref(p)) == 0
+        m = Mem(); assert nv.nvmlDeviceGetMemoryInfo(h, ctypes.byref(m)) == 0
+        return p.busId.decode().lower(), m.free
+    before = [nvml(i) for i in range(n.value)]
+    x = torch.empty(2**30, dtype=torch.uint8, device="cuda:0")
+    after = [nvml(i) for i in range(n.value)]
+    buf = ctypes.create_string_buffer(64)
+    assert rt.cudaDeviceGetPCIBusId(buf, 64, 0) == 0
+    print(json.dumps({"torch_count": torch.cuda.device_count(), "nvml_count": n.value,
+                      "cuda0_bus": buf.value.decode().lower(), "nvml_bus": [b for b, _ in before],
+                      "drop": [b[1] - a[1] for b, a in zip(before, after)]}))
+    """
+    run = run_emulated(code, gpus=4, env={"CUDA_VISIBLE_DEVICES": "2,3"})
+    assert run.rc == 0, run.stderr[-4000:]
+    r = run.result
+    assert r["torch_count"] == 2 and r["nvml_count"] == 4
+    assert r["nvml_bus"][2].endswith(r["cuda0_bus"][-12:])        # visible cuda:0 is the box's GPU 2
+    assert r["drop"] == [0, 0, 2**30, 0]

@@ -14,6 +14,7 @@ extern pthread_mutex_t tw_lock;
 
 typedef struct tw_device_state {
     const tw_gpu_spec *spec;
+    int physical;                    /* index on the virtual box (what NVML numbers), after CUDA_VISIBLE_DEVICES */
     struct tw_stream *legacy;        /* the legacy default stream */
     uint64_t blocking_tail;          /* completion of the last op on any blocking stream (legacy ordering) */
     uint64_t max_tail;               /* completion of the last op on any stream */
@@ -22,6 +23,7 @@ typedef struct tw_device_state {
 
 extern tw_device_state tw_devices[TW_MAX_DEVICES];
 extern int tw_ndevices;
+extern int tw_nphysical;
 extern int tw_initialized;
 
 /* the real clock_gettime (vDSO), resolved once; core code never calls the interposed one */

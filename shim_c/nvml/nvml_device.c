@@ -89,7 +89,7 @@ unsigned long long tw_nvml_energy_mj(const tw_gpu_spec *s)
 void tw_nvml_format_uuid(int dev, char *out, size_t len)
 {
     unsigned char u[16];
-    tw_device_uuid(dev, u);
+    tw_physical_uuid(dev, u);
     snprintf(out, len, "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
              u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
 }
@@ -98,7 +98,7 @@ void tw_nvml_format_uuid(int dev, char *out, size_t len)
 void tw_nvml_format_serial(int dev, char *out, size_t len)
 {
     unsigned char u[16];
-    tw_device_uuid(dev, u);
+    tw_physical_uuid(dev, u);
     unsigned long long v = 0;
     for (int i = 0; i < 8; i++) v = (v << 8) | u[i];
     snprintf(out, len, "165%010llu", v % 10000000000ull);
@@ -106,7 +106,7 @@ void tw_nvml_format_serial(int dev, char *out, size_t len)
 
 void tw_nvml_fill_pci(int dev, nvmlPciInfo_t *p)
 {
-    const tw_gpu_spec *s = tw_device_spec(dev);
+    const tw_gpu_spec *s = tw_physical_spec(dev);
     unsigned dom, bus, dv, fn;
     tw_nvml_pci_loc(dev, &dom, &bus, &dv, &fn);
     memset(p, 0, sizeof *p);
@@ -363,7 +363,7 @@ static void mem_numbers(int dev, const tw_gpu_spec *s, unsigned long long *total
                         unsigned long long *free_b)
 {
     size_t fr = 0, tot = 0;
-    tw_mem_info(dev, &fr, &tot);
+    tw_physical_mem_info(dev, &fr, &tot);
     unsigned long long nvml_total = s->nvml_total_mem ? s->nvml_total_mem : (unsigned long long)tot;
     unsigned long long cuda_total = s->total_mem ? s->total_mem : (unsigned long long)tot;
     if ((unsigned long long)fr > nvml_total) fr = (size_t)nvml_total;
@@ -417,7 +417,7 @@ static nvmlReturn_t running_processes(nvmlDevice_t h, unsigned int *count, void 
     CHECK_DEV(h, dev, s);
     NEED(count);
     size_t fr = 0, tot = 0;
-    tw_mem_info(dev, &fr, &tot);
+    tw_physical_mem_info(dev, &fr, &tot);
     unsigned long long cuda_total = s->total_mem ? s->total_mem : (unsigned long long)tot;
     unsigned long long used = cuda_total > fr ? cuda_total - fr : 0;
     unsigned n = used > 0 ? 1 : 0; /* this process, once it holds memory (context or allocations) */

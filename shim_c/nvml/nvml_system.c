@@ -17,7 +17,7 @@ int tw_nvml_initialized(void) { return __atomic_load_n(&g_init_count, __ATOMIC_A
 
 int tw_nvml_count(void)
 {
-    int n = tw_device_count();
+    int n = tw_physical_count();
     if (n < 0) n = 0;
     if (n > TW_NVML_MAX_DEVICES) n = TW_NVML_MAX_DEVICES;
     return n;
@@ -29,7 +29,7 @@ nvmlReturn_t tw_nvml_dev(nvmlDevice_t h, int *dev, const tw_gpu_spec **spec)
     if (h < &tw_nvml_devices[0] || h >= &tw_nvml_devices[TW_NVML_MAX_DEVICES]) return NVML_ERROR_INVALID_ARGUMENT;
     int i = (int)(h - &tw_nvml_devices[0]);
     if (i >= tw_nvml_count()) return NVML_ERROR_INVALID_ARGUMENT;
-    const tw_gpu_spec *s = tw_device_spec(i);
+    const tw_gpu_spec *s = tw_physical_spec(i);
     if (!s) return NVML_ERROR_INVALID_ARGUMENT;
     if (dev) *dev = i;
     if (spec) *spec = s;
@@ -223,7 +223,7 @@ static int parse_bus_id(const char *s, unsigned *dom, unsigned *bus, unsigned *d
 void tw_nvml_pci_loc(int dev, unsigned *domain, unsigned *bus, unsigned *device, unsigned *function)
 {
     char buf[64] = {0};
-    tw_device_pci_bus_id(dev, buf, sizeof buf);
+    tw_physical_pci_bus_id(dev, buf, sizeof buf);
     unsigned a = 0, b = 0, c = 0, d = 0;
     if (parse_bus_id(buf, &a, &b, &c, &d) != 0) { a = 0; b = (unsigned)dev + 1; c = 0; d = 0; }
     if (domain) *domain = a;

@@ -25,7 +25,7 @@ TW_EXPORT nvmlReturn_t nvmlDeviceGetP2PStatus(nvmlDevice_t a, nvmlDevice_t b, in
     if (r) return r;
     if ((r = tw_nvml_dev(b, &db, NULL))) return r;
     if (!status || caps < 0 || caps >= NVML_P2P_CAPS_INDEX_UNKNOWN) return NVML_ERROR_INVALID_ARGUMENT;
-    const tw_gpu_spec *s = tw_device_spec(da);
+    const tw_gpu_spec *s = tw_physical_spec(da);
     if (caps == NVML_P2P_CAPS_INDEX_NVLINK && (!s || tw_nvml_nvlink_count(s) == 0)) {
         *status = NVML_P2P_STATUS_NOT_SUPPORTED;
         return NVML_SUCCESS;

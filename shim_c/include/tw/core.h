@@ -84,6 +84,14 @@ tw_err tw_device_props(int dev, void *cuda_device_prop);
 tw_err tw_device_attr(int dev, int cu_attr, int *value);
 void tw_device_uuid(int dev, unsigned char uuid[16]);
 void tw_device_pci_bus_id(int dev, char *buf, int len); /* "0000:18:00.0" */
+/* The box's GPUs as NVML numbers them, whatever CUDA_VISIBLE_DEVICES hides from this process. */
+int tw_physical_count(void);
+const tw_gpu_spec *tw_physical_spec(int p);
+int tw_device_physical(int dev);           /* visible device -> index on the box */
+int tw_physical_visible(int p);            /* index on the box -> visible device, or -1 */
+void tw_physical_uuid(int p, unsigned char uuid[16]);
+void tw_physical_pci_bus_id(int p, char *buf, int len);
+void tw_physical_mem_info(int p, size_t *free_bytes, size_t *total_bytes);
 
 /* ---------------------------------------------------------------- virtual clock (vclock.c) */
 /* Virtual time in ns since the process's virtual epoch. Reading it charges the calling thread's CPU time
