@@ -133,6 +133,8 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "TIMEWARP_NUM_GPUS": str(num_gpus),
         "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),
         "VLLM_NCCL_SO_PATH": str(lib / "libnccl.so.2"),
+        # measured kernel profiles (predictors/profile_build.py); other GPUs are scaled from them
+        "TIMEWARP_PROFILE": str(lib.parent / "predictors" / "data" / "h200" / "profile.tsv"),
         # timewarp/_site/sitecustomize.py: host-visible results of small PyTorch ops (integrations/torch_shadow.py)
         "PYTHONPATH": _prepend_path_list(str(lib.parent / "_site"), base.get("PYTHONPATH")),
     }

@@ -47,6 +47,20 @@ def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budge
         raise ValidateError(f"the benchmark failed under emulation (exit {p.returncode}):\n{p.stderr[-3000:]}")
 
 
+def _split(table: str, row) -> str:
+    """Whether the profile (predictors/profile_build.py) was fitted on this row: 'fit', 'held-out', or
+    'no profile' for families the profile does not cover yet."""
+    from timewarp.predictors import profile_build as pb
+
+    family = {"gemm": "gemm", "sdpa": "attn", "memcpy": "copy"}.get(table)
+    if family is None:
+        return "no profile"
+    try:
+        return "held-out" if pb.is_held_out(family, row) else "fit"
+    except (AttributeError, ValueError, TypeError):
+        return "no profile"
+
+
 def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path):
     """Per-row errors (a DataFrame) and the summary per family and mode."""
     import pandas as pd
@@ -62,12 +76,13 @@ def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path):
         m = m[(m.t_median_us_real > 0) & (m.t_median_us_emu > 0)]
         m = m.assign(family=family, table=table,
                      err=(m.t_median_us_emu - m.t_median_us_real) / m.t_median_us_real)
-        rows.append(m[["family", "table", *keys, "t_median_us_real", "t_median_us_emu", "err"]])
+        m = m.assign(split=[_split(table, r) for r in m.itertuples()])
+        rows.append(m[["family", "table", "split", *keys, "t_median_us_real", "t_median_us_emu", "err"]])
     if not rows:
         raise ValidateError(f"no table of {real_dir} has a counterpart in {emu_dir}")
     per_row = pd.concat(rows, ignore_index=True)
     summary = (per_row.assign(abs_err=per_row.err.abs())
-               .groupby(["family", "mode"])
+               .groupby(["family", "mode", "split"])
                .agg(n=("err", "size"), median_abs=("abs_err", "median"),
                     p90_abs=("abs_err", lambda s: s.quantile(0.9)), bias=("err", "median"))
                .reset_index())
@@ -75,10 +90,11 @@ def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path):
 
 
 def format_summary(summary) -> str:
-    lines = [f"{'family':18s} {'mode':10s} {'n':>5s} {'median |err|':>13s} {'p90 |err|':>10s} {'median err':>11s}"]
+    lines = [f"{'family':18s} {'mode':10s} {'rows':10s} {'n':>5s} {'median |err|':>13s} {'p90 |err|':>10s} "
+             f"{'median err':>11s}"]
     for _, r in summary.iterrows():
-        lines.append(f"{r.family:18s} {r['mode']:10s} {r.n:5d} {r.median_abs * 100:12.1f}% {r.p90_abs * 100:9.1f}% "
-                     f"{r.bias * 100:+10.1f}%")
+        lines.append(f"{r.family:18s} {r['mode']:10s} {r.split:10s} {r.n:5d} {r.median_abs * 100:12.1f}% "
+                     f"{r.p90_abs * 100:9.1f}% {r.bias * 100:+10.1f}%")
     return "\n".join(lines)
 
 

@@ -182,7 +182,7 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
     for (size_t i = 0; i < g->n; i++) {
         ops[i] = g->nodes[i]->op;
         if (!ops[i].duration && ops[i].kind != TW_OP_EVENT_RECORD && ops[i].kind != TW_OP_EVENT_WAIT)
-            ops[i].duration = tw_predict(g->dev, &ops[i]);
+            ops[i].duration = tw_predict_ex(g->dev, &ops[i], &ops[i].layer);
         off[i] = total;
         total += ops[i].duration;
         if (ops[i].kind == TW_OP_KERNEL || ops[i].kind == TW_OP_COLLECTIVE) kernels++;

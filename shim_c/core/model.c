@@ -1,7 +1,7 @@
-/* Durations from an analytical model: FLOPs and bytes over the device's measured rates, with a launch
- * floor. This is the last layer of the predictor (the calibrated layers answer first once they exist);
- * it is used alone until then. Kernels with no annotation are priced by their launch size: every thread
- * is assumed to move 16 bytes, the typical vectorised elementwise access. */
+/* Durations: the measured profile answers first (profile.c: exact match, interpolation, nearest-neighbour
+ * efficiency); this file is the last layer, an analytical roofline: FLOPs and bytes over the device's
+ * measured rates, with a launch floor. Kernels with no annotation are priced by their launch size: every
+ * thread is assumed to move 16 bytes, the typical vectorised elementwise access. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "graph_internal.h"
@@ -26,9 +26,7 @@ static double peak_for(const tw_gpu_spec *s, int a_type, int compute_type) {
 
 static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 0.5); }
 
-uint64_t tw_predict(int dev, const tw_op *op) {
-    const tw_gpu_spec *s = tw_device_spec(dev);
-    if (!s) return 1;
+double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
     double floor = s->launch_floor_s;
     switch (op->kind) {
     case TW_OP_KERNEL:
@@ -41,7 +39,7 @@ uint64_t tw_predict(int dev, const tw_op *op) {
                                 (m * n) * elt_bytes(a->u.gemm.c_type));
             double t = flops / peak_for(s, a->u.gemm.a_type, a->u.gemm.compute_type);
             double tb = bytes / s->mem_bw;
-            return secs_to_ns((t > tb ? t : tb) + floor);
+            return (t > tb ? t : tb) + floor;
         }
         if (a->kind == TW_ANN_ATTENTION) {
             double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
@@ -51,14 +49,14 @@ uint64_t tw_predict(int dev, const tw_op *op) {
             double flops = 4 * b * h * pairs * d;
             double bytes = 2 * b * d * (2 * q * h + 2 * kv * hk);
             double t = flops / (s->peak_flops_bf16 * 0.6), tb = bytes / s->mem_bw; /* attention reaches ~60% */
-            return secs_to_ns((t > tb ? t : tb) + floor);
+            return (t > tb ? t : tb) + floor;
         }
         if (a->kind == TW_ANN_COLLECTIVE) {
             /* one rank: a local copy; multi-rank costs come from the coordinator */
-            return secs_to_ns(2.0 * a->u.coll.bytes / s->mem_bw + floor);
+            return 2.0 * a->u.coll.bytes / s->mem_bw + floor;
         }
         double threads = (double)op->grid[0] * op->grid[1] * op->grid[2] * op->block[0] * op->block[1] * op->block[2];
-        return secs_to_ns(threads * 16.0 / s->mem_bw + floor);
+        return threads * 16.0 / s->mem_bw + floor;
     }
     case TW_OP_MEMCPY: {
         double bw, lat = 2e-6;
@@ -67,10 +65,23 @@ uint64_t tw_predict(int dev, const tw_op *op) {
         case TW_COPY_D2D: bw = s->mem_bw / 2; lat = floor; break;   /* read and write */
         default: bw = 20e9; lat = 1e-6; break;
         }
-        return secs_to_ns(op->bytes / bw + lat);
+        return op->bytes / bw + lat;
     }
-    case TW_OP_MEMSET: return secs_to_ns(op->bytes / s->mem_bw + floor);
-    case TW_OP_GRAPH: return tw_graph_exec_duration(op->exec);
-    default: return 1;
+    case TW_OP_MEMSET: return op->bytes / s->mem_bw + floor;
+    default: return 1e-9;
     }
 }
+
+uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer) {
+    const tw_gpu_spec *s = tw_device_spec(dev);
+    if (layer) *layer = TW_LAYER_ROOFLINE;
+    if (!s) return 1;
+    if (op->kind == TW_OP_GRAPH) { if (layer) *layer = TW_LAYER_GRAPH; return tw_graph_exec_duration(op->exec); }
+    if (op->kind == TW_OP_HOST_FUNC || op->kind == TW_OP_EVENT_RECORD || op->kind == TW_OP_EVENT_WAIT) return 1;
+    double p = tw_profile_predict_s(s, op, layer);
+    if (p > 0) return secs_to_ns(p);
+    if (layer) *layer = TW_LAYER_ROOFLINE;
+    return secs_to_ns(tw_roofline_s(s, op));
+}
+
+uint64_t tw_predict(int dev, const tw_op *op) { return tw_predict_ex(dev, op, NULL); }

@@ -201,7 +201,8 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
         return e;
     }
     int dev = s->dev;
-    if (!op->duration) op->duration = tw_predict(dev, op);
+    if (!op->duration) op->duration = tw_predict_ex(dev, op, &op->layer);
+    else if (op->kind != TW_OP_GRAPH) op->layer = -1;
     uint64_t end, start = place(s, host, op->duration, &end);
     tw_device_state *D = &tw_devices[dev];
     if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) D->copies++;

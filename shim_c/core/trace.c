@@ -11,7 +11,7 @@
 #include "internal.h"
 #include "graph_internal.h"
 
-typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, stream; int dev, kind; uint32_t grid[3], block[3]; } rec;
+typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer; } rec;
 static rec *recs;
 static size_t nrecs, caprecs, maxrecs = 2000000;
 static int tracing;
@@ -39,7 +39,7 @@ void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uin
     }
     rec *r = &recs[nrecs++];
     *r = (rec){op->kernel, op->label, start, end, stream_id, dev, op->kind, {op->grid[0], op->grid[1], op->grid[2]},
-               {op->block[0], op->block[1], op->block[2]}};
+               {op->block[0], op->block[1], op->block[2]}, op->ann, op->bytes, op->dir, op->layer};
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -61,8 +61,21 @@ static void write_trace(void) {
         fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
                 (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
         json_str(f, r->k ? r->k->name : r->label);
-        fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u]}}\n", r->grid[0], r->grid[1], r->grid[2],
-                r->block[0], r->block[1], r->block[2]);
+        fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"layer\":\"%s\"", r->grid[0], r->grid[1],
+                r->grid[2], r->block[0], r->block[1], r->block[2], tw_layer_name(r->layer));
+        if (r->ann.kind == TW_ANN_GEMM)
+            fprintf(f, ",\"gemm\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld,\"ta\":%d,\"tb\":%d,\"a\":%d,\"b\":%d,\"c\":%d,"
+                       "\"compute\":%d,\"epilogue\":%d}", (long long)r->ann.u.gemm.m, (long long)r->ann.u.gemm.n,
+                    (long long)r->ann.u.gemm.k, (long long)r->ann.u.gemm.batch, r->ann.u.gemm.trans_a, r->ann.u.gemm.trans_b,
+                    r->ann.u.gemm.a_type, r->ann.u.gemm.b_type, r->ann.u.gemm.c_type, r->ann.u.gemm.compute_type,
+                    r->ann.u.gemm.epilogue);
+        else if (r->ann.kind == TW_ANN_ATTENTION)
+            fprintf(f, ",\"attention\":{\"batch\":%lld,\"q\":%lld,\"kv\":%lld,\"heads\":%lld,\"kv_heads\":%lld,\"d\":%lld,"
+                       "\"causal\":%d,\"dtype\":%d}", (long long)r->ann.u.attn.batch, (long long)r->ann.u.attn.q_len,
+                    (long long)r->ann.u.attn.kv_len, (long long)r->ann.u.attn.heads, (long long)r->ann.u.attn.kv_heads,
+                    (long long)r->ann.u.attn.head_dim, r->ann.u.attn.causal, r->ann.u.attn.dtype);
+        if (r->kind == TW_OP_MEMCPY || r->kind == TW_OP_MEMSET) fprintf(f, ",\"bytes\":%zu,\"dir\":%d", r->bytes, r->dir);
+        fprintf(f, "}}\n");
     }
     fprintf(f, "]}\n");
     fclose(f);

@@ -210,6 +210,7 @@ typedef struct tw_op {
     struct tw_graph_exec *exec;
     /* set by the core: predicted duration (ns); the caller may preset it (>0) to override the model */
     uint64_t duration;
+    int layer;                /* set by the core: the tw_layer that predicted duration (-1: preset by the caller) */
 } tw_op;
 
 /* ---------------------------------------------------------------- streams (stream.c) */
@@ -269,8 +270,21 @@ tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g);
 tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s);
 
 /* ---------------------------------------------------------------- durations (model.c) */
-/* Predicted duration of op on device dev, in ns. Cached per (kernel, grid, block, shmem, annotation). */
+/* Predicted duration of op on device dev, in ns, and which layer of the predictor produced it. */
+typedef enum {
+    TW_LAYER_ROOFLINE = 0,   /* analytical: FLOPs and bytes over the device's measured rates */
+    TW_LAYER_EXACT = 1,      /* a measured profile row with this exact key */
+    TW_LAYER_INTERP = 2,     /* interpolated between measured rows of the same family */
+    TW_LAYER_NEAREST = 3,    /* the roofline times the efficiency measured on the nearest shapes */
+    TW_LAYER_GRAPH = 4,      /* a graph launch: the sum of its nodes' predictions */
+} tw_layer;
 uint64_t tw_predict(int dev, const tw_op *op);
+uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
+/* The analytical layer, in seconds (profile.c scales measured times between GPUs with it). */
+double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
+/* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
+double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
+const char *tw_layer_name(int layer);
 
 /* ---------------------------------------------------------------- records (trace.c) */
 /* Every op that ran on a timeline; written as a Chrome/Perfetto trace and a summary at exit when

@@ -1,0 +1,118 @@
+"""Build the measured-profile table the C core predicts from (shim_c/core/profile.c), from the H200
+microbenchmarks, keyed exactly as the emulator's launch annotations:
+
+    gpu   <catalog key of the GPU measured>
+    gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns>     cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N]
+    attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
+    copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
+
+Device times come from CUDA-graph replays (`mode == graph`: no launch gaps), copies between host and device
+from eager loops (the only mode measured for them). PyTorch's F.linear(x[m,k], w[n,k]) is cuBLAS
+(trans_a=1, trans_b=0, M=n, N=m, K=k) and x[m,k] @ b[k,n] is (0, 0, M=n, N=m, K=k), as the emulated cuBLAS
+records them (checked with `timewarp run --trace`).
+
+The split (fixed, so that held-out errors stay honest; `is_held_out` below is the single definition):
+- GEMM: every (N) at an odd position of the measured list of token counts, and all of the shapes
+  (M, K) = (10240, 8192) and (4096, 14336), are held out.
+- attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
+- copies: odd powers of two of the byte count are held out.
+Only rows not held out go into the table; `timewarp validate` reports both sets.
+
+    python -m timewarp.predictors.profile_build [MICROBENCH_DIR] [OUT]
+"""
+from __future__ import annotations
+
+import math
+import pathlib
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
+DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"
+
+DTYPE = {"bf16": 14, "fp16": 2, "fp32": 0, "tf32": 0}          # cudaDataType_t of A
+GEMM_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+HELD_OUT_SHAPES = {(10240, 8192), (4096, 14336)}               # (M, K) in cuBLAS terms = (n_out, k)
+ATTN_LENGTHS = [128, 512, 1024, 2048, 4096]
+ATTN_KV_DECODE = [128, 256, 512, 1024, 2048, 4096, 8192]
+
+
+def gemm_key(row) -> tuple:
+    ta = 1 if row.op == "linear" else 0
+    return (DTYPE[row.dtype], ta, 0, int(row.n), int(row.k), int(row.m), int(row.batch))
+
+
+def is_held_out(family: str, row) -> bool:
+    if family == "gemm":
+        if (int(row.n), int(row.k)) in HELD_OUT_SHAPES:
+            return True
+        m = int(row.m)
+        return m in GEMM_TOKENS and GEMM_TOKENS.index(m) % 2 == 1
+    if family == "attn":
+        if int(row.batch) == 4:
+            return True
+        length = int(row.kv_len) if row.phase == "decode" else int(row.q_len)
+        grid = ATTN_KV_DECODE if row.phase == "decode" else ATTN_LENGTHS
+        return length in grid and grid.index(length) % 2 == 1
+    if family == "copy":
+        return int(math.log2(int(row.bytes))) % 2 == 1
+    raise ValueError(family)
+
+
+def _gemm_rows(pd, src):
+    g = pd.read_parquet(src / "gemm.parquet")
+    g = g[(g["mode"] == "graph") & g.op.isin(["linear", "matmul"]) & g.t_median_us.notna()]
+    return g
+
+
+def _attn_rows(pd, src):
+    s = pd.read_parquet(src / "sdpa.parquet")
+    # the emulated cuDNN path: the backend PyTorch picks by default (cuDNN on the H200), GQA without repeat
+    return s[(s["mode"] == "graph") & (s.backend == "default") & (s.gqa == "enable_gqa") & s.t_median_us.notna()]
+
+
+COPY_OPS = {"H2D_pinned": (1, 1), "H2D_pageable": (1, 0), "D2H_pinned": (2, 1), "D2H_pageable": (2, 0), "D2D": (3, 1)}
+
+
+def _copy_rows(pd, src):
+    c = pd.read_parquet(src / "memcpy.parquet")
+    c = c[c.op.isin(list(COPY_OPS)) & c.t_median_us.notna()]
+    # device-to-device copies were also timed inside graphs: take those (device time); the others eager
+    return c[(c.op != "D2D") | (c["mode"] == "graph")]
+
+
+def rows(src: pathlib.Path = DEFAULT_SRC):
+    """(family, key tuple, measured ns, held_out) for every usable measurement."""
+    import pandas as pd
+
+    out = []
+    for r in _gemm_rows(pd, src).itertuples():
+        out.append(("gemm", gemm_key(r), r.t_median_us * 1e3, is_held_out("gemm", r)))
+    for r in _attn_rows(pd, src).itertuples():
+        key = (int(bool(r.causal)), int(r.heads), int(r.kv_heads), int(r.head_dim), int(r.batch), int(r.q_len),
+               int(r.kv_len))
+        out.append(("attn", key, r.t_median_us * 1e3, is_held_out("attn", r)))
+    for r in _copy_rows(pd, src).itertuples():
+        d, pinned = COPY_OPS[r.op]
+        out.append(("copy", (d, pinned, int(r.bytes)), r.t_median_us * 1e3, is_held_out("copy", r)))
+    return out
+
+
+def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> int:
+    lines = [f"# measured profile for the C core (shim_c/core/profile.c); built by predictors/profile_build.py from "
+             f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src}; held-out rows excluded; do not edit",
+             "gpu\tH200"]
+    n = 0
+    for family, key, ns, held in sorted(rows(src)):
+        if held:
+            continue
+        lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
+        n += 1
+    out.write_text("\n".join(lines) + "\n")
+    return n
+
+
+if __name__ == "__main__":
+    src = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SRC
+    dst = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else DEFAULT_OUT
+    print(f"{build(src, dst)} rows -> {dst}")

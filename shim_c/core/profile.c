@@ -1,0 +1,250 @@
+/* The measured-profile layers of the predictor.
+ *
+ * TIMEWARP_PROFILE names a table built by predictors/profile_build.py from real measurements (the H200's,
+ * today): GEMMs keyed as cuBLAS sees them, attention by shape, host<->device copies by direction and bytes.
+ * For an annotated launch, most exact first:
+ *   exact    a row with the same key;
+ *   interp   log-log interpolation between the rows of the same family (same GEMM operand shapes and
+ *            types, same copy direction) along the one dimension that varies (tokens N, bytes);
+ *   nearest  the efficiency (roofline time / measured time) of the three nearest rows in log-shape space,
+ *            inverse-distance weighted, applied to this launch's roofline.
+ * Measured times belong to the profiled GPU; on another GPU each is scaled by the ratio of the two GPUs'
+ * rooflines for the same launch (its bound resource's rate), which is how the catalog's other GPUs are
+ * predicted from H200 data. Results are cached per key, so a repeated launch costs one hash lookup.
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "internal.h"
+
+extern const tw_gpu_spec tw_catalog[];
+extern const int tw_catalog_count;
+
+typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; } gemm_row;
+typedef struct { int causal; double heads, kv_heads, d, batch, q, kv, ns; } attn_row;
+typedef struct { int dir, pinned; double bytes, ns; } copy_row;
+
+static gemm_row *gemms; static size_t ngemm;
+static attn_row *attns; static size_t nattn;
+static copy_row *copies; static size_t ncopy;
+static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+const char *tw_layer_name(int layer) {
+    switch (layer) {
+    case TW_LAYER_EXACT: return "exact";
+    case TW_LAYER_INTERP: return "interp";
+    case TW_LAYER_NEAREST: return "nearest";
+    case TW_LAYER_GRAPH: return "graph";
+    case -1: return "preset";
+    default: return "roofline";
+    }
+}
+
+#define PUSH(arr, n, val) do { void *np_ = realloc(arr, (n + 1) * sizeof *(arr)); if (!np_) break; \
+                               arr = np_; (arr)[n++] = (val); } while (0)
+
+static void load(void) {
+    const char *path = getenv("TIMEWARP_PROFILE");
+    if (!path || !*path) return;
+    FILE *f = fopen(path, "r");
+    if (!f) { tw_log("TIMEWARP_PROFILE=%s cannot be read; durations come from the roofline alone", path); return; }
+    char line[512], fam[16];
+    int bad = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        if (sscanf(line, "%15s", fam) != 1) continue;
+        if (!strcmp(fam, "gpu")) {
+            char key[64];
+            if (sscanf(line, "%*s %63s", key) == 1)
+                for (int i = 0; i < tw_catalog_count; i++) if (!strcmp(tw_catalog[i].key, key)) profiled = &tw_catalog[i];
+        } else if (!strcmp(fam, "gemm")) {
+            gemm_row r;
+            if (sscanf(line, "%*s %d %d %d %lf %lf %lf %lf %lf", &r.a_type, &r.ta, &r.tb, &r.M, &r.K, &r.N, &r.batch, &r.ns) == 8)
+                PUSH(gemms, ngemm, r);
+            else bad++;
+        } else if (!strcmp(fam, "attn")) {
+            attn_row r;
+            if (sscanf(line, "%*s %d %lf %lf %lf %lf %lf %lf %lf", &r.causal, &r.heads, &r.kv_heads, &r.d, &r.batch, &r.q, &r.kv,
+                       &r.ns) == 8)
+                PUSH(attns, nattn, r);
+            else bad++;
+        } else if (!strcmp(fam, "copy")) {
+            copy_row r;
+            if (sscanf(line, "%*s %d %d %lf %lf", &r.dir, &r.pinned, &r.bytes, &r.ns) == 4) PUSH(copies, ncopy, r);
+            else bad++;
+        } else bad++;
+    }
+    fclose(f);
+    if (bad) tw_log("TIMEWARP_PROFILE=%s: %d lines not understood (skipped)", path, bad);
+    if (!profiled) {
+        tw_log("TIMEWARP_PROFILE=%s names no catalog GPU (a 'gpu <KEY>' line); the profile is not used", path);
+        ngemm = nattn = ncopy = 0;
+    }
+}
+
+/* ---------------------------------------------------------------- cache of predictions per key */
+#define CACHE_SLOTS 8192
+typedef struct { uint64_t key; const tw_gpu_spec *spec; double s; int layer; } centry;
+static centry cache[CACHE_SLOTS];
+static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2); return h; }
+
+static uint64_t op_key(const tw_op *op) {
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)op->kind;
+    const tw_annotation *a = &op->ann;
+    if (op->kind == TW_OP_MEMCPY) return mix(mix(mix(h, op->dir), op->pinned), op->bytes);
+    h = mix(h, a->kind);
+    if (a->kind == TW_ANN_GEMM) {
+        h = mix(mix(mix(h, a->u.gemm.m), a->u.gemm.n), a->u.gemm.k);
+        h = mix(mix(mix(h, a->u.gemm.batch), a->u.gemm.a_type), a->u.gemm.c_type);
+        h = mix(mix(mix(h, a->u.gemm.trans_a), a->u.gemm.trans_b), a->u.gemm.compute_type);
+        return mix(h, a->u.gemm.epilogue);
+    }
+    h = mix(mix(mix(h, a->u.attn.batch), a->u.attn.q_len), a->u.attn.kv_len);
+    h = mix(mix(mix(h, a->u.attn.heads), a->u.attn.kv_heads), a->u.attn.head_dim);
+    return mix(mix(h, a->u.attn.causal), a->u.attn.dtype);
+}
+
+/* ---------------------------------------------------------------- the layers */
+static double lerp_log(double x0, double y0, double x1, double y1, double x) {
+    if (x1 == x0) return y0;
+    double t = (log(x) - log(x0)) / (log(x1) - log(x0));
+    return exp(log(y0) + t * (log(y1) - log(y0)));
+}
+
+/* measured seconds on the profiled GPU -> seconds on spec, by the ratio of rooflines */
+static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured_s) {
+    if (spec == profiled) return measured_s;
+    return measured_s * tw_roofline_s(spec, op) / tw_roofline_s(profiled, op);
+}
+
+static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    const tw_annotation *a = &op->ann;
+    double M = a->u.gemm.m, N = a->u.gemm.n, K = a->u.gemm.k, B = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
+    /* same family: operand types and shapes, transposes; N (the tokens) varies */
+    const gemm_row *lo = NULL, *hi = NULL;
+    for (size_t i = 0; i < ngemm; i++) {
+        const gemm_row *r = &gemms[i];
+        if (r->a_type != a->u.gemm.a_type || r->ta != a->u.gemm.trans_a || r->tb != a->u.gemm.trans_b || r->M != M ||
+            r->K != K || r->batch != B)
+            continue;
+        if (r->N == N) { *layer = TW_LAYER_EXACT; return transfer(spec, op, r->ns * 1e-9); }
+        if (r->N < N && (!lo || r->N > lo->N)) lo = r;
+        if (r->N > N && (!hi || r->N < hi->N)) hi = r;
+    }
+    if (lo && hi) {
+        *layer = TW_LAYER_INTERP;
+        return transfer(spec, op, lerp_log(lo->N, lo->ns, hi->N, hi->ns, N) * 1e-9);
+    }
+    /* nearest neighbours' efficiency, in log-shape space (types must match) */
+    double best_d[3] = {1e30, 1e30, 1e30}, best_e[3] = {0, 0, 0};
+    for (size_t i = 0; i < ngemm; i++) {
+        const gemm_row *r = &gemms[i];
+        if (r->a_type != a->u.gemm.a_type) continue;
+        double d = fabs(log(r->M / M)) + fabs(log(r->K / K)) + fabs(log(r->N / N)) + fabs(log(r->batch / B)) +
+                   0.25 * ((r->ta != a->u.gemm.trans_a) + (r->tb != a->u.gemm.trans_b));
+        tw_op ro = *op;
+        ro.ann.u.gemm.m = (int64_t)r->M; ro.ann.u.gemm.n = (int64_t)r->N; ro.ann.u.gemm.k = (int64_t)r->K;
+        ro.ann.u.gemm.batch = (int64_t)r->batch;
+        double eff = tw_roofline_s(profiled, &ro) / (r->ns * 1e-9);
+        for (int j = 0; j < 3; j++)
+            if (d < best_d[j]) {
+                for (int q = 2; q > j; q--) { best_d[q] = best_d[q - 1]; best_e[q] = best_e[q - 1]; }
+                best_d[j] = d; best_e[j] = eff;
+                break;
+            }
+    }
+    if (best_d[0] > 1e29) return 0;
+    double wsum = 0, esum = 0;
+    for (int j = 0; j < 3 && best_d[j] < 1e29; j++) { double w = 1.0 / (best_d[j] + 0.05); wsum += w; esum += w * best_e[j]; }
+    *layer = TW_LAYER_NEAREST;
+    return tw_roofline_s(spec, op) / (esum / wsum);
+}
+
+static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    const tw_annotation *a = &op->ann;
+    double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
+           hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
+    double best_d[3] = {1e30, 1e30, 1e30}, best_e[3] = {0, 0, 0};
+    for (size_t i = 0; i < nattn; i++) {
+        const attn_row *r = &attns[i];
+        if (r->causal == a->u.attn.causal && r->heads == h && r->kv_heads == hk && r->d == d && r->batch == b && r->q == q &&
+            r->kv == kv) {
+            *layer = TW_LAYER_EXACT;
+            return transfer(spec, op, r->ns * 1e-9);
+        }
+        /* decode (one query) and prefill are different kernels' regimes: keep them apart */
+        double dist = fabs(log(r->batch / b)) + fabs(log(r->q / q)) + fabs(log(r->kv / kv)) + fabs(log(r->heads / h)) +
+                      fabs(log(r->kv_heads / hk)) + fabs(log(r->d / d)) + (r->causal != a->u.attn.causal) * 0.5 +
+                      ((r->q == 1) != (q == 1)) * 4.0;
+        tw_op ro = *op;
+        ro.ann.u.attn.batch = (int64_t)r->batch; ro.ann.u.attn.q_len = (int64_t)r->q; ro.ann.u.attn.kv_len = (int64_t)r->kv;
+        ro.ann.u.attn.heads = (int64_t)r->heads; ro.ann.u.attn.kv_heads = (int64_t)r->kv_heads;
+        ro.ann.u.attn.head_dim = (int64_t)r->d; ro.ann.u.attn.causal = r->causal;
+        double eff = tw_roofline_s(profiled, &ro) / (r->ns * 1e-9);
+        for (int j = 0; j < 3; j++)
+            if (dist < best_d[j]) {
+                for (int s2 = 2; s2 > j; s2--) { best_d[s2] = best_d[s2 - 1]; best_e[s2] = best_e[s2 - 1]; }
+                best_d[j] = dist; best_e[j] = eff;
+                break;
+            }
+    }
+    if (best_d[0] > 1e29) return 0;
+    double wsum = 0, esum = 0;
+    for (int j = 0; j < 3 && best_d[j] < 1e29; j++) { double w = 1.0 / (best_d[j] + 0.05); wsum += w; esum += w * best_e[j]; }
+    *layer = TW_LAYER_NEAREST;
+    return tw_roofline_s(spec, op) / (esum / wsum);
+}
+
+static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    if (op->dir == TW_COPY_H2H) return 0;
+    int pinned = op->dir == TW_COPY_D2D ? 1 : (op->pinned != 0);
+    double x = op->bytes > 0 ? (double)op->bytes : 1;
+    const copy_row *lo = NULL, *hi = NULL, *lo2 = NULL, *hi2 = NULL;
+    for (size_t i = 0; i < ncopy; i++) {
+        const copy_row *r = &copies[i];
+        if (r->dir != (int)op->dir || r->pinned != pinned) continue;
+        if (r->bytes == x) { *layer = TW_LAYER_EXACT; return transfer(spec, op, r->ns * 1e-9); }
+        if (r->bytes < x && (!lo || r->bytes > lo->bytes)) { lo2 = lo; lo = r; }
+        else if (r->bytes < x && (!lo2 || r->bytes > lo2->bytes)) lo2 = r;
+        if (r->bytes > x && (!hi || r->bytes < hi->bytes)) { hi2 = hi; hi = r; }
+        else if (r->bytes > x && (!hi2 || r->bytes < hi2->bytes)) hi2 = r;
+    }
+    *layer = TW_LAYER_INTERP;
+    if (lo && hi) return transfer(spec, op, lerp_log(lo->bytes, lo->ns, hi->bytes, hi->ns, x) * 1e-9);
+    /* beyond the measured sizes: extend the last segment (bandwidth-bound at the top, latency at the bottom) */
+    if (lo && lo2) return transfer(spec, op, fmax(lo->ns, lerp_log(lo2->bytes, lo2->ns, lo->bytes, lo->ns, x)) * 1e-9);
+    if (hi) return transfer(spec, op, hi->ns * 1e-9);   /* smaller than every measurement: latency-bound */
+    return 0;
+}
+
+double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    pthread_once(&once, load);
+    int dummy;
+    if (!layer) layer = &dummy;
+    int gemm = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM && ngemm;
+    int attn = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_ATTENTION && nattn;
+    int copy = op->kind == TW_OP_MEMCPY && ncopy;
+    if (!gemm && !attn && !copy) return 0;
+    uint64_t key = op_key(op);
+    centry *c = &cache[key & (CACHE_SLOTS - 1)];
+    pthread_mutex_lock(&cache_lock);
+    if (c->key == key && c->spec == spec) {
+        double s = c->s;
+        *layer = c->layer;
+        pthread_mutex_unlock(&cache_lock);
+        return s;
+    }
+    pthread_mutex_unlock(&cache_lock);
+    double s = gemm ? gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer) : copy_predict(spec, op, layer);
+    if (s > 0) {
+        pthread_mutex_lock(&cache_lock);
+        *c = (centry){key, spec, s, *layer};
+        pthread_mutex_unlock(&cache_lock);
+    }
+    return s;
+}
