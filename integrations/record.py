@@ -71,6 +71,7 @@ import datetime
 import gzip
 import json
 import logging
+import math
 import os
 import platform
 import re
@@ -345,10 +346,8 @@ def parse_trace(trace: dict, max_rows: int | None = None) -> tuple[list[dict], l
                        shared_mem_bytes=_int(a.get("shared memory")),
                        registers_per_thread=_int(a.get("registers per thread")),
                        occupancy_pct=_num(a.get("est. achieved occupancy %")))
-            if isinstance(row["occupancy_pct"], str):
-                row["occupancy_pct"] = None
-            if row["occupancy_pct"] is not None:
-                row["occupancy_pct"] = float(row["occupancy_pct"])
+            occ = row["occupancy_pct"]
+            row["occupancy_pct"] = float(occ) if isinstance(occ, (int, float)) and math.isfinite(occ) else None
         else:
             row["bytes"] = _int(a.get("bytes"))
             if kind == "memcpy":
@@ -490,37 +489,24 @@ def provenance(command: list[str]) -> dict:
 
 # ------------------------------------------------------------------------------------------------ output
 
-def _schema(columns, rows):
+_STR = {"kind", "name", "mangled_name", "family", "copy_kind", "src_mem", "dst_mem", "launch_api", "op_name",
+        "op_input_dims", "op_input_types", "op_concrete_inputs", "top_op_name", "top_op_input_dims", "label",
+        "cat"}
+_FLOAT = {"occupancy_pct"}
+_BOOL = {"pinned"}
+
+
+def _schema(columns):
+    """Fixed column types (also for an empty table): strings, one float, one bool, the rest int64."""
     import pyarrow as pa
-    types = {}
-    for c in columns:
-        t = None
-        for r in rows:
-            v = r.get(c)
-            if v is None:
-                continue
-            if isinstance(v, bool):
-                t = pa.bool_()
-            elif isinstance(v, int):
-                t = pa.int64()
-            elif isinstance(v, float):
-                t = pa.float64() if t is None or t == pa.int64() else t
-            else:
-                t = pa.string()
-            if t == pa.string() or t == pa.bool_():
-                break
-        types[c] = t or pa.string()
-    # int columns that also hold floats
-    for c in columns:
-        if types[c] == pa.int64() and any(isinstance(r.get(c), float) for r in rows):
-            types[c] = pa.float64()
-    return pa.schema([(c, types[c]) for c in columns])
+    return pa.schema([(c, pa.string() if c in _STR else pa.float64() if c in _FLOAT else pa.bool_() if c in _BOOL
+                       else pa.int64()) for c in columns])
 
 
 def write_parquet(path: str, columns: list[str], rows: list[dict], prov: dict):
     import pyarrow as pa
     import pyarrow.parquet as pq
-    schema = _schema(columns, rows)
+    schema = _schema(columns)
     cols = {c: [r.get(c) for r in rows] for c in columns}
     t = pa.Table.from_pydict(cols, schema=schema)
     t = t.replace_schema_metadata({b"timewarp_provenance": json.dumps(prov, default=str).encode()})

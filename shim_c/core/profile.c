@@ -5,7 +5,8 @@
  * For an annotated launch, most exact first:
  *   exact    a row with the same key;
  *   interp   log-log interpolation between the rows of the same family (same GEMM operand shapes and
- *            types, same copy direction) along the one dimension that varies (tokens N, bytes);
+ *            types, same copy direction) along the one dimension that varies (tokens N, bytes); for
+ *            attention, bilinear in (log batch, log length) of the measured efficiency;
  *   nearest  the efficiency (roofline time / measured time) of the three nearest rows in log-shape space,
  *            inverse-distance weighted, applied to this launch's roofline.
  * Measured times belong to the profiled GPU; on another GPU each is scaled by the ratio of the two GPUs'
@@ -165,6 +166,54 @@ static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return tw_roofline_s(spec, op) / (esum / wsum);
 }
 
+static double attn_eff(const attn_row *r, const tw_op *op) {
+    tw_op ro = *op;
+    ro.ann.u.attn.batch = (int64_t)r->batch; ro.ann.u.attn.q_len = (int64_t)r->q; ro.ann.u.attn.kv_len = (int64_t)r->kv;
+    ro.ann.u.attn.heads = (int64_t)r->heads; ro.ann.u.attn.kv_heads = (int64_t)r->kv_heads;
+    ro.ann.u.attn.head_dim = (int64_t)r->d; ro.ann.u.attn.causal = r->causal;
+    return tw_roofline_s(profiled, &ro) / (r->ns * 1e-9);
+}
+
+/* Bilinear interpolation of log efficiency over (log batch, log length) inside one family (mask, heads,
+ * head dim) and regime (prefill: q = kv; decode: one query, kv varies). 0 if the four corners are not all
+ * measured. */
+static double attn_bilinear(const tw_op *op, double b, double len, int decode) {
+    const tw_annotation *a = &op->ann;
+    double h = a->u.attn.heads, hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
+    double b0 = -1, b1 = 1e300, l0 = -1, l1 = 1e300;
+    const attn_row *fam[4096];
+    size_t n = 0;
+    for (size_t i = 0; i < nattn && n < 4096; i++) {
+        const attn_row *r = &attns[i];
+        if (r->causal != a->u.attn.causal || r->heads != h || r->kv_heads != hk || r->d != d) continue;
+        if (decode ? r->q != 1 : r->q != r->kv) continue;
+        double rl = decode ? r->kv : r->q;
+        fam[n++] = r;
+        if (r->batch <= b && r->batch > b0) b0 = r->batch;
+        if (r->batch >= b && r->batch < b1) b1 = r->batch;
+        if (rl <= len && rl > l0) l0 = rl;
+        if (rl >= len && rl < l1) l1 = rl;
+    }
+    if (b0 < 0 || l0 < 0 || b1 > 1e299 || l1 > 1e299) return 0;
+    double e[2][2] = {{0, 0}, {0, 0}};
+    for (size_t i = 0; i < n; i++) {
+        double rl = decode ? fam[i]->kv : fam[i]->q;
+        int bi = fam[i]->batch == b0 ? 0 : fam[i]->batch == b1 ? 1 : -1;
+        int li = rl == l0 ? 0 : rl == l1 ? 1 : -1;
+        if (bi < 0 || li < 0) continue;
+        double v = log(attn_eff(fam[i], op));
+        e[bi][li] = v;
+        if (b0 == b1) e[1][li] = v;
+        if (l0 == l1) e[bi][1] = v;
+        if (b0 == b1 && l0 == l1) e[1][1] = v;
+    }
+    if (!e[0][0] || !e[0][1] || !e[1][0] || !e[1][1]) return 0;
+    double tb = b1 == b0 ? 0 : (log(b) - log(b0)) / (log(b1) - log(b0));
+    double tl = l1 == l0 ? 0 : (log(len) - log(l0)) / (log(l1) - log(l0));
+    double v = (1 - tb) * ((1 - tl) * e[0][0] + tl * e[0][1]) + tb * ((1 - tl) * e[1][0] + tl * e[1][1]);
+    return exp(v);
+}
+
 static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const tw_annotation *a = &op->ann;
     double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
@@ -181,11 +230,7 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         double dist = fabs(log(r->batch / b)) + fabs(log(r->q / q)) + fabs(log(r->kv / kv)) + fabs(log(r->heads / h)) +
                       fabs(log(r->kv_heads / hk)) + fabs(log(r->d / d)) + (r->causal != a->u.attn.causal) * 0.5 +
                       ((r->q == 1) != (q == 1)) * 4.0;
-        tw_op ro = *op;
-        ro.ann.u.attn.batch = (int64_t)r->batch; ro.ann.u.attn.q_len = (int64_t)r->q; ro.ann.u.attn.kv_len = (int64_t)r->kv;
-        ro.ann.u.attn.heads = (int64_t)r->heads; ro.ann.u.attn.kv_heads = (int64_t)r->kv_heads;
-        ro.ann.u.attn.head_dim = (int64_t)r->d; ro.ann.u.attn.causal = r->causal;
-        double eff = tw_roofline_s(profiled, &ro) / (r->ns * 1e-9);
+        double eff = attn_eff(r, op);
         for (int j = 0; j < 3; j++)
             if (dist < best_d[j]) {
                 for (int s2 = 2; s2 > j; s2--) { best_d[s2] = best_d[s2 - 1]; best_e[s2] = best_e[s2 - 1]; }
@@ -193,6 +238,8 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
                 break;
             }
     }
+    double eff = (q == 1 || q == kv) ? attn_bilinear(op, b, q == 1 ? kv : q, q == 1) : 0;
+    if (eff > 0) { *layer = TW_LAYER_INTERP; return tw_roofline_s(spec, op) / eff; }
     if (best_d[0] > 1e29) return 0;
     double wsum = 0, esum = 0;
     for (int j = 0; j < 3 && best_d[j] < 1e29; j++) { double w = 1.0 / (best_d[j] + 0.05); wsum += w; esum += w * best_e[j]; }
