@@ -230,7 +230,7 @@ def sec_rotary(ctx):
     Hq, Hkv, D = (8, 2, 32) if ctx.dry else (32, 8, 128)
     cfg = LlamaConfig(hidden_size=Hq * D, num_attention_heads=Hq, num_key_value_heads=Hkv, rope_theta=500000.0,
                       max_position_embeddings=8192)
-    rope = LlamaRotaryEmbedding(config=cfg, device=ctx.dev)
+    rope = LlamaRotaryEmbedding(config=cfg).to(ctx.dev)  # (the device argument left transformers 5.x)
     cases = [(1, 1), (8, 16)] if ctx.dry else [(1, 1), (8, 1), (64, 1), (1, 16), (1, 128), (1, 512), (1, 2048),
                                                (1, 8192), (8, 512)]
     dt = torch.bfloat16
@@ -439,7 +439,7 @@ def sec_llama(ctx):
 
 SECTIONS = {"elementwise": sec_elementwise, "rowwise": sec_rowwise, "reduce": sec_reduce,
             "embedding": sec_embedding, "rotary": sec_rotary, "index_cat": sec_index_cat, "memcpy": sec_memcpy,
-            "cuda_graph": sec_cuda_graph, "llama": sec_llama, "compile": sec_compile}
+            "llama": sec_llama, "compile": sec_compile, "cuda_graph": sec_cuda_graph}
 
 
 def main(argv=None):

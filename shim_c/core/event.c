@@ -118,8 +118,11 @@ static pthread_mutex_t hf_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hf_cond = PTHREAD_COND_INITIALIZER;
 static int hf_started;
 
+void tw_clock_private_thread(void);
+
 static void *hostfn_main(void *arg) {
     (void)arg;
+    tw_clock_private_thread();
     for (;;) {
         pthread_mutex_lock(&hf_lock);
         while (!hf_head) pthread_cond_wait(&hf_cond, &hf_lock);

@@ -21,6 +21,11 @@ static _Atomic uint64_t process_now;
 static __thread uint64_t thread_now;
 static __thread uint64_t thread_cpu_last;
 static __thread int thread_started;
+/* The driver's callback thread (host functions) runs ahead, at the time its stream reaches each callback:
+ * its readings must not drag the program's threads forward. */
+static __thread int thread_private;
+
+void tw_clock_private_thread(void) { thread_private = 1; }
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
@@ -131,7 +136,7 @@ uint64_t tw_now(void) {
     uint64_t t = thread_now + (host_speed == 1.0 ? d : (uint64_t)(d * host_speed));
     if (t < g) t = g;
     thread_now = t;
-    publish(t);
+    if (!thread_private) publish(t);
     return t;
 }
 
@@ -139,7 +144,7 @@ void tw_wait_until(uint64_t t) {
     uint64_t now = tw_now();
     if (t > now) {
         thread_now = t;
-        publish(t);
+        if (!thread_private) publish(t);
     }
 }
 
