@@ -1,0 +1,62 @@
+"""The predictor's layers (shim_c/core/profile.c) as a program sees them: a launch whose shape was measured
+on the H200 takes the measured time, one between measurements is interpolated, and another GPU is scaled."""
+import json
+import pathlib
+
+import pytest
+
+from conftest import run_emulated
+
+PROFILE = pathlib.Path(__file__).parents[1] / "predictors/data/h200/profile.tsv"
+
+PROG = """
+import json, sys, torch, torch.nn.functional as F
+out = {}
+w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+for m in (1024, 2048):          # 1024 was measured; 2048 is held out of the profile
+    x = torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16)
+    F.linear(x, w)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            for _ in range(10):
+                F.linear(x, w)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    g.replay(); e0.record(); g.replay(); e1.record()   # the second replay starts when the first ends
+    torch.cuda.synchronize()
+    out[m] = e0.elapsed_time(e1) * 1e3 / 10   # us per GEMM
+print(json.dumps(out))
+"""
+
+
+def measured_ns(m: int) -> float:
+    for line in PROFILE.read_text().splitlines():
+        f = line.split("\t")
+        if f[:7] == ["gemm", "14", "1", "0", "4096", "4096", str(m)]:
+            return float(f[8])
+    raise AssertionError(f"no profile row for m={m}")
+
+
+@pytest.fixture(scope="module")
+def h200():
+    run = run_emulated(PROG)
+    assert run.rc == 0, run.stderr[-3000:]
+    return run.result
+
+
+def test_measured_shape_takes_the_measured_time(h200):
+    assert h200["1024"] == pytest.approx(measured_ns(1024) / 1e3, rel=0.01)
+
+
+def test_held_out_shape_lies_between_its_neighbours(h200):
+    lo, hi = measured_ns(1024) / 1e3, measured_ns(4096) / 1e3
+    assert lo < h200["2048"] < hi
+
+
+def test_other_gpus_are_scaled_from_the_h200(h200):
+    run = run_emulated(PROG, gpu="A100")
+    assert run.rc == 0, run.stderr[-3000:]
+    a100 = run.result
+    # compute-bound GEMMs: the A100's bf16 rate is about a third of the H200's
+    assert 2.0 < a100["1024"] / h200["1024"] < 4.0
