@@ -44,7 +44,12 @@ kernels.parquet columns:
   launch_api_dur_ns (host time inside that call), launch_tid, launch_to_start_ns (kernel start minus the
   launch call's start: queueing plus launch latency), launch_group_size (GPU activities sharing that call: >1
   for a graph launch), op_name, op_external_id, op_input_dims, op_input_types, op_concrete_inputs (JSON
-  strings), top_op_name, top_op_input_dims, label (innermost record_function name around the launch).
+  strings), top_op_name, top_op_input_dims, label (innermost record_function name around the launch call),
+  label_stack (JSON list of the record_function names open around it, outermost first: libraries add their
+  own, e.g. Inductor's "## Call CompiledFxGraph ..." inside a workload's label).
+  Kernels replayed from a CUDA graph have launch_api = cudaGraphLaunch, one correlation for the whole replay
+  (launch_group_size = its GPU activities) and no op_name; graph_id/graph_node_id stay null where kineto does
+  not export them (torch 2.11 does not).
 
 Matching the emulator's records (shim_c/core/trace.c: name = mangled kernel name, args grid/block; the launch
 also carries its dynamic shared memory): demangle the emulator's name with abi::__cxa_demangle (status 0 ->
@@ -66,7 +71,6 @@ before the program (unprofiled) and at the start of the profiled window: summary
 from __future__ import annotations
 
 import argparse
-import bisect
 import datetime
 import gzip
 import json
@@ -98,10 +102,10 @@ KERNEL_COLUMNS = [
     "graph_id", "graph_node_id", "start_ns", "dur_ns", "bytes", "copy_kind", "src_mem", "dst_mem", "pinned",
     "launch_api", "launch_api_start_ns", "launch_api_dur_ns", "launch_tid", "launch_to_start_ns",
     "launch_group_size", "op_name", "op_external_id", "op_input_dims", "op_input_types", "op_concrete_inputs",
-    "top_op_name", "top_op_input_dims", "label",
+    "top_op_name", "top_op_input_dims", "label", "label_stack",
 ]
 RUNTIME_COLUMNS = ["name", "cat", "tid", "start_ns", "dur_ns", "correlation", "external_id", "n_gpu_activities",
-                   "op_name", "top_op_name", "label"]
+                   "op_name", "top_op_name", "label", "label_stack"]
 
 
 # ------------------------------------------------------------------------------------------------ parsing
@@ -218,7 +222,7 @@ class _Spans:
             v.sort(key=lambda x: (x[0], x[1]))
 
     def lookup(self, queries):
-        """queries: list of (tid, t_ns, key). Returns {key: (innermost, outermost)} payloads (None if none)."""
+        """queries: list of (tid, t_ns, key). Returns {key: [payloads of the spans open at t, outermost first]}."""
         out = {}
         qs = {}
         for tid, t, key in queries:
@@ -237,14 +241,8 @@ class _Spans:
                     i += 1
                 while stack and stack[-1][0] < t:
                     stack.pop()
-                # spans left below a popped one that have also ended (improper nesting): skip them
-                inner = stack[-1][1] if stack else None
-                outer = None
-                for e, p in stack:
-                    if e >= t:
-                        outer = p
-                        break
-                out[key] = (inner, outer)
+                # spans left below a popped one that have also ended (improper nesting) are skipped
+                out[key] = [p for e, p in stack if e >= t]
         return out
 
 
@@ -302,6 +300,14 @@ def parse_trace(trace: dict, max_rows: int | None = None) -> tuple[list[dict], l
     op_ctx = op_spans.lookup(queries)
     anno_ctx = anno_spans.lookup(queries)
 
+    def ctx_of(api):
+        """(innermost op, outermost op, innermost label, label stack JSON) around an API call."""
+        ops_open = op_ctx.get(id(api)) or []
+        annos_open = anno_ctx.get(id(api)) or []
+        return (ops_open[-1] if ops_open else None, ops_open[0] if ops_open else None,
+                annos_open[-1].get("name") if annos_open else None,
+                _js([a.get("name") for a in annos_open]) if annos_open else None)
+
     gpu.sort(key=lambda e: (e["_ts"], e["_dur"]))
     total_gpu = len(gpu)
     if max_rows is not None and len(gpu) > max_rows:
@@ -320,10 +326,9 @@ def parse_trace(trace: dict, max_rows: int | None = None) -> tuple[list[dict], l
         if (ext is None or ext not in ops_by_ext) and api is not None:
             ext = _int((api.get("args") or {}).get("External id"))
         op = ops_by_ext.get(ext) if ext is not None else None
-        inner = outer = label = None
+        inner = outer = label = label_stack = None
         if api is not None:
-            inner, outer = op_ctx.get(id(api), (None, None))
-            label = (anno_ctx.get(id(api), (None, None))[0] or {}).get("name")
+            inner, outer, label, label_stack = ctx_of(api)
         if op is None:
             op = inner
         oa = (op or {}).get("args") or {}
@@ -334,7 +339,7 @@ def parse_trace(trace: dict, max_rows: int | None = None) -> tuple[list[dict], l
             family=kernel_family(name, kind),
             device=_int(a.get("device")), stream=_int(a.get("stream")), context=_int(a.get("context")),
             correlation=corr, graph_id=_int(a.get("graph id")), graph_node_id=_int(a.get("graph node id")),
-            start_ns=e["_ts"] - t0, dur_ns=e["_dur"], label=label,
+            start_ns=e["_ts"] - t0, dur_ns=e["_dur"], label=label, label_stack=label_stack,
             op_name=(op or {}).get("name"), op_external_id=_int(oa.get("External id")),
             op_input_dims=_js(oa.get("Input Dims")), op_input_types=_js(oa.get("Input type")),
             op_concrete_inputs=_js(oa.get("Concrete Inputs")),
@@ -367,7 +372,7 @@ def parse_trace(trace: dict, max_rows: int | None = None) -> tuple[list[dict], l
     for e in sorted(apis, key=lambda e: e["_ts"]):
         a = e.get("args") or {}
         corr = _int(a.get("correlation"))
-        inner, outer = op_ctx.get(id(e), (None, None))
+        inner, outer, label, label_stack = ctx_of(e)
         ext = _int(a.get("External id"))
         op = ops_by_ext.get(ext) if ext is not None else None
         rt_rows.append({
@@ -375,12 +380,18 @@ def parse_trace(trace: dict, max_rows: int | None = None) -> tuple[list[dict], l
             "dur_ns": e["_dur"], "correlation": corr, "external_id": ext,
             "n_gpu_activities": n_by_corr.get(corr, 0) if corr is not None else 0,
             "op_name": (op or inner or {}).get("name"), "top_op_name": (outer or {}).get("name"),
-            "label": (anno_ctx.get(id(e), (None, None))[0] or {}).get("name"),
+            "label": label, "label_stack": label_stack,
         })
 
+    overhead = {}
+    for e in events:
+        if str(e.get("cat", "")).lower() == "overhead":
+            o = overhead.setdefault(str(e.get("name")), {"n": 0, "total_ns": 0})
+            o["n"] += 1
+            o["total_ns"] += e["_dur"]
     counts = {"events": len(events), "gpu_activities": total_gpu, "gpu_rows_written": len(rows),
               "gpu_rows_dropped": total_gpu - len(rows), "api_calls": len(apis), "cpu_ops": len(ops),
-              "user_annotations": len(annos), "other_categories": other_cats,
+              "user_annotations": len(annos), "other_categories": other_cats, "profiler_overhead_events": overhead,
               "base_time_ns": _int(trace.get("baseTimeNanoseconds")), "first_event_ts_ns": t0}
     return rows, rt_rows, counts
 
@@ -491,7 +502,7 @@ def provenance(command: list[str]) -> dict:
 
 _STR = {"kind", "name", "mangled_name", "family", "copy_kind", "src_mem", "dst_mem", "launch_api", "op_name",
         "op_input_dims", "op_input_types", "op_concrete_inputs", "top_op_name", "top_op_input_dims", "label",
-        "cat"}
+        "label_stack", "cat"}
 _FLOAT = {"occupancy_pct"}
 _BOOL = {"pinned"}
 
@@ -517,38 +528,63 @@ def write_parquet(path: str, columns: list[str], rows: list[dict], prov: dict):
 # ------------------------------------------------------------------------------------------------ probe
 
 def _probe(torch, profiled: bool) -> dict:
-    """Host cost per eager launch (1-element add_, perf_counter over n launches + a final synchronize) and
-    device time per kernel (CUDA events around 200 back-to-back adds on 2^22 fp32, L2-resident)."""
+    """Three costs, to compare with and without the profiler on the same machine:
+    host: per eager launch (1-element add_, perf_counter over n launches and a final synchronize);
+    device_big: per kernel, CUDA events around 30 back-to-back add_ on 2^25 fp32 (128 MiB, HBM-bound, ~80 µs:
+      device-bound, so the events time the kernels, not the launches);
+    graph_tiny: per kernel inside one CUDA graph of 100 tiny add_ (the in-graph floor), events around a replay."""
     dev = torch.device("cuda")
     x = torch.ones(1, device=dev)
-    y = torch.ones(1 << 22, device=dev)
-    n_host, n_dev = 2000, 200
+    y = torch.ones(1 << 25, device=dev)
+    t = torch.zeros(1, device=dev)
+    n_host, n_dev, n_graph = 2000, 30, 100
     res = {"profiled": profiled}
     ctx = torch.profiler.record_function(PROBE_LABEL) if profiled else _nullctx()
     with ctx:
-        for _ in range(50):
+        for _ in range(20):
             x.add_(1)
             y.add_(1)
         torch.cuda.synchronize()
         host = []
         for _ in range(3):
-            t = time.perf_counter()
+            t0 = time.perf_counter()
             for _ in range(n_host):
                 x.add_(1)
             torch.cuda.synchronize()
-            host.append((time.perf_counter() - t) / n_host * 1e9)
+            host.append((time.perf_counter() - t0) / n_host * 1e9)
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        devt = []
+        big = []
         for _ in range(3):
             e0.record()
             for _ in range(n_dev):
                 y.add_(1)
             e1.record()
             e1.synchronize()
-            devt.append(e0.elapsed_time(e1) * 1e6 / n_dev)
+            big.append(e0.elapsed_time(e1) * 1e6 / n_dev)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            t.add_(1)
+        torch.cuda.current_stream().wait_stream(s)
+        torch.cuda.synchronize()
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(n_graph):
+                t.add_(1)
+        g.replay()
+        torch.cuda.synchronize()
+        gt = []
+        for _ in range(3):
+            e0.record()
+            g.replay()
+            e1.record()
+            e1.synchronize()
+            gt.append(e0.elapsed_time(e1) * 1e6 / n_graph)
+        del g
     res.update(host_ns_per_launch_add_1elem=statistics.median(host), host_ns_list=host,
-               device_ns_per_kernel_add_2p22_events=statistics.median(devt), device_ns_list=devt,
-               n_host=n_host, n_dev=n_dev)
+               device_ns_per_kernel_add_2p25_events=statistics.median(big), device_ns_list=big,
+               graph_ns_per_tiny_kernel_events=statistics.median(gt), graph_ns_list=gt,
+               n_host=n_host, n_dev=n_dev, n_graph=n_graph)
     return res
 
 
@@ -718,10 +754,13 @@ def main(argv: list[str] | None = None) -> int:
     pr = [r for r in rows if r["label"] == PROBE_LABEL and r["kind"] == "kernel"]
     if pr and "profiled_start" in probe:
         big = [r["dur_ns"] for r in pr if (r["grid_x"] or 0) > 1]
-        small_api = [r["launch_api_dur_ns"] for r in pr if (r["grid_x"] or 0) == 1 and r["launch_api_dur_ns"]]
-        probe["profiled_start"]["cupti_dur_ns_median_add_2p22"] = statistics.median(big) if big else None
-        probe["profiled_start"]["launch_api_dur_ns_median_add_1elem"] = \
-            statistics.median(small_api) if small_api else None
+        tiny_eager = [r["launch_api_dur_ns"] for r in pr if (r["grid_x"] or 0) == 1 and r["launch_api"] ==
+                      "cudaLaunchKernel" and r["launch_api_dur_ns"]]
+        tiny_graph = [r["dur_ns"] for r in pr if (r["grid_x"] or 0) == 1 and r["launch_api"] == "cudaGraphLaunch"]
+        ps = probe["profiled_start"]
+        ps["cupti_dur_ns_median_add_2p25"] = statistics.median(big) if big else None
+        ps["cupti_dur_ns_median_tiny_in_graph"] = statistics.median(tiny_graph) if tiny_graph else None
+        ps["launch_api_dur_ns_median_add_1elem"] = statistics.median(tiny_eager) if tiny_eager else None
     prov = provenance(command)
     summary["provenance"] = prov
     summary["record_s"] = time.perf_counter() - t_start

@@ -28,13 +28,12 @@ Nothing here changes GPU clocks or settings.
 """
 import argparse
 import math
-import os
 import sys
 import time
 import traceback
 
 T0 = time.perf_counter()
-WARM, REPS = 2, 4
+WARM, REPS = 2, 6
 COLD_MIN_BYTES = 1 << 20
 ROT_BYTES = 256 << 20
 MAX_ROT = 64
@@ -181,8 +180,16 @@ def sec_rowwise(ctx):
                 "argmax_row": (lambda X: (lambda j: X(j).view(R, L).argmax(-1)), n * es),
                 "max_row": (lambda X: (lambda j: X(j).view(R, L).max(-1)), n * es),
             }
-            if L == vocab:  # logits: only what sampling does
+            if L == vocab:  # logits: what greedy and top-k/top-p sampling do
                 ops = {k: v for k, v in ops.items() if k in ("softmax", "argmax_row", "max_row")}
+                ops.update({
+                    "topk50": (lambda X: (lambda j: torch.topk(X(j).view(R, L), 50, dim=-1)), n * es),
+                    "sort_desc": (lambda X: (lambda j: torch.sort(X(j).view(R, L), dim=-1, descending=True)),
+                                  2 * n * es),
+                    "cumsum_row": (lambda X: (lambda j: torch.cumsum(X(j).view(R, L), dim=-1)), 2 * n * es),
+                    "multinomial": (lambda X: (lambda j: torch.multinomial(
+                        torch.softmax(X(j).view(R, L).float(), dim=-1), 1)), n * es),
+                })
             for op, (mk, nbytes) in ops.items():
                 X, _, nb, cold = ctx.views(dname, n, nbytes)
                 ctx.run(dict(sec="rowwise", op=op, dtype=dname, shape=f"{R}x{L}", numel=n, row=L, cold=cold),
@@ -239,7 +246,8 @@ def sec_rotary(ctx):
         qs = [torch.randn(b, s, Hq, D, device=ctx.dev, dtype=dt).transpose(1, 2) for _ in range(nb)]
         ks = [torch.randn(b, s, Hkv, D, device=ctx.dev, dtype=dt).transpose(1, 2) for _ in range(nb)]
         pos = torch.arange(1000, 1000 + s, device=ctx.dev)[None].expand(b, -1)
-        cos, sin = rope(qs[0], pos)
+        with ctx.rf(lab(sec="rotary", op="rope_cos_sin", dtype="bf16", shape=f"{b}x{s}", phase="setup")):
+            cos, sin = rope(qs[0], pos)
         cold = int(nb > 1)
         ctx.run(dict(sec="rotary", op="rope_cos_sin", dtype="bf16", shape=f"{b}x{s}", cold=0),
                 lambda j: rope(qs[j % nb], pos))
