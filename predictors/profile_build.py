@@ -5,6 +5,8 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns>     cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N]
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
+    kgap  <ns>                                                      time between back-to-back kernels
+    kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
 
 Device times come from CUDA-graph replays (`mode == graph`: no launch gaps), copies between host and device
 from eager loops (the only mode measured for them). PyTorch's F.linear(x[m,k], w[n,k]) is cuBLAS
@@ -16,6 +18,9 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
   (M, K) = (10240, 8192) and (4096, 14336), are held out.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
 - copies: odd powers of two of the byte count are held out.
+- kernels without an annotation (kernels_2026-11-29, recorded with integrations/record.py): workloads whose
+  element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
+  sections are whole-program checks and never fitted.
 Only rows not held out go into the table; `timewarp validate` reports both sets.
 
     python -m timewarp.predictors.profile_build [MICROBENCH_DIR] [OUT]
@@ -29,6 +34,8 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"
+KERNELS = HERE / "data" / "h200" / "kernels_2026-11-29" / "kernels.parquet"
+KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding"}
 
 DTYPE = {"bf16": 14, "fp16": 2, "fp32": 0, "tf32": 0}          # cudaDataType_t of A
 GEMM_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -98,6 +105,37 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
     return out
 
 
+def kernel_rows(path: pathlib.Path = KERNELS):
+    """The recorder's measured launches of the kernel-family workloads: a DataFrame with the workload's
+    section, op, dtype, element count and split, the launch key (name, grid, block) and dur_ns."""
+    import json
+    import pandas as pd
+
+    k = pd.read_parquet(path)
+    k = k[(k.kind == "kernel") & k.label_stack.notna()]
+    lab = k.label_stack.map(lambda s: json.loads(s)[-1] if s.startswith("[") else s)
+    k = k.assign(lab=lab)
+    k = k[k.lab.str.startswith("wl|") & k.lab.str.contains("phase=measure")]
+    fields = k.lab.str.extract(r"sec=([^|]*)\|op=([^|]*)\|dtype=([^|]*)\|.*numel=(\d+)")
+    k = k.assign(sec=fields[0], op=fields[1], dtype=fields[2], numel=fields[3].astype(float))
+    k = k[k.sec.isin(KERNEL_SECTIONS)]
+    return k.assign(held_out=(k.numel.map(lambda n: round(math.log2(n)) % 2 == 1)))
+
+
+def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, path: pathlib.Path = KERNELS) -> float:
+    """What a back-to-back launch adds to a kernel's own execution: the microbenchmarks' per-launch time
+    inside a CUDA graph minus the recorder's execution time, for the same small elementwise ops (fit rows)."""
+    import pandas as pd
+
+    mb = pd.read_parquet(src / "elementwise.parquet")
+    mb = mb[(mb["mode"] == "graph") & mb.op.isin(["add", "mul", "silu", "gelu"]) & (mb.numel <= 2**16)]
+    mb = mb[mb.numel.map(lambda n: round(math.log2(n)) % 2 == 0)]
+    rec = kernel_rows(path)
+    rec = rec[~rec.held_out].groupby(["op", "dtype", "numel"]).dur_ns.median().rename("rec_ns").reset_index()
+    j = mb.merge(rec, on=["op", "dtype", "numel"])
+    return float((j.t_median_us * 1e3 - j.rec_ns).median())
+
+
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> int:
     lines = [f"# measured profile for the C core (shim_c/core/profile.c); built by predictors/profile_build.py from "
              f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src}; held-out rows excluded; do not edit",
@@ -108,6 +146,16 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
             continue
         lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
         n += 1
+    if KERNELS.exists():
+        gap = kernel_gap_ns(src)
+        lines.append(f"kgap\t{gap:.0f}")
+        rec = kernel_rows()
+        rec = rec[~rec.held_out]
+        keys = ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+        for key, g in sorted(rec.groupby(keys).dur_ns.median().items()):
+            name, *dims = key
+            lines.append("\t".join(["kern", *(str(int(d)) for d in dims), f"{g:.0f}", name]))
+            n += 1
     out.write_text("\n".join(lines) + "\n")
     return n
 

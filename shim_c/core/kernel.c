@@ -1,6 +1,7 @@
 /* Kernel identities: one tw_kernel per device function name, shared by every API that names it
  * (registration by the runtime, modules loaded through the driver, the libraries' own launches). */
 #define _GNU_SOURCE
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
@@ -31,6 +32,24 @@ static void grow(void) {
     nslots = nn;
 }
 
+/* The demangled name, as CUPTI and the recorder (integrations/record.py) report kernels: profiles are keyed
+ * by it. libstdc++'s demangler, when the process has it (every PyTorch process does); else the raw name. */
+static const char *demangle(const char *name) {
+    if (name[0] != '_' || name[1] != 'Z') return name;
+    static char *(*cxa_demangle)(const char *, char *, size_t *, int *);
+    static int tried;
+    if (!tried) {
+        /* PyTorch loads libstdc++ in a local scope: open it by name (already mapped, or mapped now) */
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_NOW | RTLD_LOCAL);
+        if (h) cxa_demangle = (char *(*)(const char *, char *, size_t *, int *))dlsym(h, "__cxa_demangle");
+    }
+    if (!cxa_demangle) return name;
+    int status = -1;
+    char *d = cxa_demangle(name, NULL, NULL, &status);
+    return status == 0 && d ? d : name;
+}
+
 tw_kernel *tw_kernel_intern(const char *name) {
     if (!name) name = "<unnamed kernel>";
     pthread_mutex_lock(&klock);
@@ -42,7 +61,7 @@ tw_kernel *tw_kernel_intern(const char *name) {
         k = calloc(1, sizeof *k);
         if (k) {
             k->name = strdup(name);
-            k->pretty = k->name;
+            k->pretty = demangle(k->name);
             k->id = (uint32_t)++nkernels;
             k->n_params = -1;
             k->max_threads = 1024;

@@ -26,10 +26,13 @@ extern const int tw_catalog_count;
 typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; } gemm_row;
 typedef struct { int causal; double heads, kv_heads, d, batch, q, kv, ns; } attn_row;
 typedef struct { int dir, pinned; double bytes, ns; } copy_row;
+typedef struct { uint32_t g[3], b[3]; double ns; char *name; } kern_row;
 
 static gemm_row *gemms; static size_t ngemm;
 static attn_row *attns; static size_t nattn;
 static copy_row *copies; static size_t ncopy;
+static kern_row *kerns; static size_t nkern;     /* sorted by name */
+static double kgap_ns;
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -46,6 +49,14 @@ const char *tw_layer_name(int layer) {
 
 #define PUSH(arr, n, val) do { void *np_ = realloc(arr, (n + 1) * sizeof *(arr)); if (!np_) break; \
                                arr = np_; (arr)[n++] = (val); } while (0)
+
+static int kern_cmp(const void *a, const void *b) {
+    const kern_row *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    double bx = (double)x->g[0] * x->g[1] * x->g[2], by = (double)y->g[0] * y->g[1] * y->g[2];
+    return bx < by ? -1 : bx > by;
+}
 
 static void load(void) {
     const char *path = getenv("TIMEWARP_PROFILE");
@@ -76,13 +87,26 @@ static void load(void) {
             copy_row r;
             if (sscanf(line, "%*s %d %d %lf %lf", &r.dir, &r.pinned, &r.bytes, &r.ns) == 4) PUSH(copies, ncopy, r);
             else bad++;
+        } else if (!strcmp(fam, "kgap")) {
+            if (sscanf(line, "%*s %lf", &kgap_ns) != 1) bad++;
+        } else if (!strcmp(fam, "kern")) {
+            kern_row r;
+            int off = 0;
+            if (sscanf(line, "%*s %u %u %u %u %u %u %lf %n", &r.g[0], &r.g[1], &r.g[2], &r.b[0], &r.b[1], &r.b[2], &r.ns, &off) == 7 &&
+                off > 0) {
+                char *nm = line + off;
+                nm[strcspn(nm, "\n")] = 0;
+                r.name = strdup(nm);
+                if (r.name) PUSH(kerns, nkern, r);
+            } else bad++;
         } else bad++;
     }
     fclose(f);
+    qsort(kerns, nkern, sizeof *kerns, kern_cmp);
     if (bad) tw_log("TIMEWARP_PROFILE=%s: %d lines not understood (skipped)", path, bad);
     if (!profiled) {
         tw_log("TIMEWARP_PROFILE=%s names no catalog GPU (a 'gpu <KEY>' line); the profile is not used", path);
-        ngemm = nattn = ncopy = 0;
+        ngemm = nattn = ncopy = nkern = 0;
     }
 }
 
@@ -99,6 +123,11 @@ static uint64_t op_key(const tw_op *op) {
     const tw_annotation *a = &op->ann;
     if (op->kind == TW_OP_MEMCPY) return mix(mix(mix(h, op->dir), op->pinned), op->bytes);
     h = mix(h, a->kind);
+    if (a->kind == TW_ANN_NONE) {
+        h = mix(h, op->kernel ? op->kernel->id : 0);
+        for (int i = 0; i < 3; i++) h = mix(mix(h, op->grid[i]), op->block[i]);
+        return h;
+    }
     if (a->kind == TW_ANN_GEMM) {
         h = mix(mix(mix(h, a->u.gemm.m), a->u.gemm.n), a->u.gemm.k);
         h = mix(mix(mix(h, a->u.gemm.batch), a->u.gemm.a_type), a->u.gemm.c_type);
@@ -269,6 +298,46 @@ static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return 0;
 }
 
+/* A kernel without an annotation, by its demangled name: the same launch shape measured (exact), or the
+ * measured launches of the same kernel and block shape interpolated over the number of blocks (log-log;
+ * proportional beyond the largest, as bandwidth-bound kernels are). A measured time is the kernel's own
+ * execution; kgap, the time a back-to-back launch adds, is added to it. */
+static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    const char *name = op->kernel->pretty ? op->kernel->pretty : op->kernel->name;
+    size_t lo = 0, hi = nkern;
+    while (lo < hi) {   /* first row of this name */
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(kerns[mid].name, name) < 0) lo = mid + 1; else hi = mid;
+    }
+    double blocks = (double)op->grid[0] * op->grid[1] * op->grid[2];
+    const kern_row *below = NULL, *above = NULL;
+    for (size_t i = lo; i < nkern && !strcmp(kerns[i].name, name); i++) {
+        const kern_row *r = &kerns[i];
+        if (r->b[0] != op->block[0] || r->b[1] != op->block[1] || r->b[2] != op->block[2]) continue;
+        if (r->g[0] == op->grid[0] && r->g[1] == op->grid[1] && r->g[2] == op->grid[2]) {
+            *layer = TW_LAYER_EXACT;
+            return transfer(spec, op, (r->ns + kgap_ns) * 1e-9);
+        }
+        double rb = (double)r->g[0] * r->g[1] * r->g[2];
+        if (rb <= blocks) below = r;                    /* rows are sorted by blocks within a name */
+        else if (!above) above = r;
+    }
+    double ns;
+    if (below && above) {
+        double b0 = (double)below->g[0] * below->g[1] * below->g[2], b1 = (double)above->g[0] * above->g[1] * above->g[2];
+        ns = lerp_log(b0, below->ns, b1, above->ns, blocks);
+    } else if (below) {
+        double b0 = (double)below->g[0] * below->g[1] * below->g[2];
+        ns = below->ns * (blocks / b0 > 1 ? blocks / b0 : 1);
+    } else if (above) {
+        ns = above->ns;                                 /* fewer blocks than any measurement: latency-bound */
+    } else {
+        return 0;
+    }
+    *layer = TW_LAYER_INTERP;
+    return transfer(spec, op, (ns + kgap_ns) * 1e-9);
+}
+
 double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     pthread_once(&once, load);
     int dummy;
@@ -276,7 +345,8 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     int gemm = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM && ngemm;
     int attn = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_ATTENTION && nattn;
     int copy = op->kind == TW_OP_MEMCPY && ncopy;
-    if (!gemm && !attn && !copy) return 0;
+    int kern = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE && op->kernel && nkern;
+    if (!gemm && !attn && !copy && !kern) return 0;
     uint64_t key = op_key(op);
     centry *c = &cache[key & (CACHE_SLOTS - 1)];
     pthread_mutex_lock(&cache_lock);
@@ -287,7 +357,8 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
         return s;
     }
     pthread_mutex_unlock(&cache_lock);
-    double s = gemm ? gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer) : copy_predict(spec, op, layer);
+    double s = gemm ? gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer)
+             : copy ? copy_predict(spec, op, layer) : kern_predict(spec, op, layer);
     if (s > 0) {
         pthread_mutex_lock(&cache_lock);
         *c = (centry){key, spec, s, *layer};
