@@ -63,9 +63,10 @@ static void load(void) {
     if (!path || !*path) return;
     FILE *f = fopen(path, "r");
     if (!f) { tw_log("TIMEWARP_PROFILE=%s cannot be read; durations come from the roofline alone", path); return; }
-    char line[512], fam[16];
+    char *line = NULL, fam[16];
+    size_t cap = 0;
     int bad = 0;
-    while (fgets(line, sizeof line, f)) {
+    while (getline(&line, &cap, f) > 0) {   /* demangled kernel names run to thousands of characters */
         if (line[0] == '#' || line[0] == '\n') continue;
         if (sscanf(line, "%15s", fam) != 1) continue;
         if (!strcmp(fam, "gpu")) {
@@ -101,6 +102,7 @@ static void load(void) {
             } else bad++;
         } else bad++;
     }
+    free(line);
     fclose(f);
     qsort(kerns, nkern, sizeof *kerns, kern_cmp);
     if (bad) tw_log("TIMEWARP_PROFILE=%s: %d lines not understood (skipped)", path, bad);
