@@ -33,6 +33,7 @@ static attn_row *attns; static size_t nattn;
 static copy_row *copies; static size_t ncopy;
 static kern_row *kerns; static size_t nkern;     /* sorted by name */
 static double kgap_ns;
+static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
@@ -88,6 +89,15 @@ static void load(void) {
             copy_row r;
             if (sscanf(line, "%*s %d %d %lf %lf", &r.dir, &r.pinned, &r.bytes, &r.ns) == 4) PUSH(copies, ncopy, r);
             else bad++;
+        } else if (!strcmp(fam, "host")) {
+            char what[32];
+            double ns;
+            if (sscanf(line, "%*s %31s %lf", what, &ns) != 2) bad++;
+            else if (!strcmp(what, "launch_ns")) host_costs[TW_HOST_LAUNCH] = (uint64_t)ns;
+            else if (!strcmp(what, "graph_launch_ns")) host_costs[TW_HOST_GRAPH_LAUNCH] = (uint64_t)ns;
+            else if (!strcmp(what, "gemm_ns")) host_costs[TW_HOST_GEMM] = (uint64_t)ns;
+            else if (!strcmp(what, "attention_ns")) host_costs[TW_HOST_ATTN] = (uint64_t)ns;
+            else bad++;
         } else if (!strcmp(fam, "kgap")) {
             if (sscanf(line, "%*s %lf", &kgap_ns) != 1) bad++;
         } else if (!strcmp(fam, "kern")) {
@@ -109,6 +119,7 @@ static void load(void) {
     if (!profiled) {
         tw_log("TIMEWARP_PROFILE=%s names no catalog GPU (a 'gpu <KEY>' line); the profile is not used", path);
         ngemm = nattn = ncopy = nkern = 0;
+        memset(host_costs, 0, sizeof host_costs);
     }
 }
 
@@ -367,4 +378,9 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
         pthread_mutex_unlock(&cache_lock);
     }
     return s;
+}
+
+uint64_t tw_profile_host_cost(tw_host_cost which) {
+    pthread_once(&once, load);
+    return which < TW_HOST_NCOSTS ? host_costs[which] : 0;
 }

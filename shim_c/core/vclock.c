@@ -109,6 +109,15 @@ void tw_charge_resume(void) {
  * emulator on the program's thread that pausing cannot exclude (the Python dispatch-mode entry). */
 static __thread uint64_t forgive_ns;
 
+/* Host time that the real stack spends where the emulator spends less (the runtime's launch path): added
+ * to the calling thread's clock as if it had run. */
+void tw_charge_add(uint64_t ns) {
+    if (!ns || charge_paused) return;
+    uint64_t t = tw_now() + ns;
+    thread_now = t;
+    if (!thread_private) publish(t);
+}
+
 void tw_charge_forgive(uint64_t ns) {
     /* the unspent part carries over (the overhead may be charged after the call), capped at twice one
      * grant so that an over-estimate never eats more than that of the program's own work */
