@@ -165,6 +165,28 @@ static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured
     return measured_s * tw_roofline_s(spec, op) / tw_roofline_s(profiled, op);
 }
 
+/* The three nearest measured shapes' efficiencies, kept sorted by distance; their inverse-distance
+ * weighted mean is the `nearest` layer's efficiency. */
+typedef struct { double d[3], e[3]; } nearest3;
+
+static void nearest_init(nearest3 *n) { for (int j = 0; j < 3; j++) { n->d[j] = 1e30; n->e[j] = 0; } }
+
+static void nearest_add(nearest3 *n, double dist, double eff) {
+    for (int j = 0; j < 3; j++)
+        if (dist < n->d[j]) {
+            for (int q = 2; q > j; q--) { n->d[q] = n->d[q - 1]; n->e[q] = n->e[q - 1]; }
+            n->d[j] = dist; n->e[j] = eff;
+            return;
+        }
+}
+
+/* 0 when nothing was added */
+static double nearest_eff(const nearest3 *n) {
+    double wsum = 0, esum = 0;
+    for (int j = 0; j < 3 && n->d[j] < 1e29; j++) { double w = 1.0 / (n->d[j] + 0.05); wsum += w; esum += w * n->e[j]; }
+    return wsum > 0 ? esum / wsum : 0;
+}
+
 static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const tw_annotation *a = &op->ann;
     double M = a->u.gemm.m, N = a->u.gemm.n, K = a->u.gemm.k, B = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
@@ -184,7 +206,8 @@ static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         return transfer(spec, op, lerp_log(lo->N, lo->ns, hi->N, hi->ns, N) * 1e-9);
     }
     /* nearest neighbours' efficiency, in log-shape space (types must match) */
-    double best_d[3] = {1e30, 1e30, 1e30}, best_e[3] = {0, 0, 0};
+    nearest3 nn;
+    nearest_init(&nn);
     for (size_t i = 0; i < ngemm; i++) {
         const gemm_row *r = &gemms[i];
         if (r->a_type != a->u.gemm.a_type) continue;
@@ -193,19 +216,12 @@ static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         tw_op ro = *op;
         ro.ann.u.gemm.m = (int64_t)r->M; ro.ann.u.gemm.n = (int64_t)r->N; ro.ann.u.gemm.k = (int64_t)r->K;
         ro.ann.u.gemm.batch = (int64_t)r->batch;
-        double eff = tw_roofline_s(profiled, &ro) / (r->ns * 1e-9);
-        for (int j = 0; j < 3; j++)
-            if (d < best_d[j]) {
-                for (int q = 2; q > j; q--) { best_d[q] = best_d[q - 1]; best_e[q] = best_e[q - 1]; }
-                best_d[j] = d; best_e[j] = eff;
-                break;
-            }
+        nearest_add(&nn, d, tw_roofline_s(profiled, &ro) / (r->ns * 1e-9));
     }
-    if (best_d[0] > 1e29) return 0;
-    double wsum = 0, esum = 0;
-    for (int j = 0; j < 3 && best_d[j] < 1e29; j++) { double w = 1.0 / (best_d[j] + 0.05); wsum += w; esum += w * best_e[j]; }
+    double eff = nearest_eff(&nn);
+    if (eff <= 0) return 0;
     *layer = TW_LAYER_NEAREST;
-    return tw_roofline_s(spec, op) / (esum / wsum);
+    return tw_roofline_s(spec, op) / eff;
 }
 
 static double attn_eff(const attn_row *r, const tw_op *op) {
@@ -260,7 +276,8 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     const tw_annotation *a = &op->ann;
     double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
            hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
-    double best_d[3] = {1e30, 1e30, 1e30}, best_e[3] = {0, 0, 0};
+    nearest3 nn;
+    nearest_init(&nn);
     for (size_t i = 0; i < nattn; i++) {
         const attn_row *r = &attns[i];
         if (r->causal == a->u.attn.causal && r->heads == h && r->kv_heads == hk && r->d == d && r->batch == b && r->q == q &&
@@ -272,21 +289,14 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         double dist = fabs(log(r->batch / b)) + fabs(log(r->q / q)) + fabs(log(r->kv / kv)) + fabs(log(r->heads / h)) +
                       fabs(log(r->kv_heads / hk)) + fabs(log(r->d / d)) + (r->causal != a->u.attn.causal) * 0.5 +
                       ((r->q == 1) != (q == 1)) * 4.0;
-        double eff = attn_eff(r, op);
-        for (int j = 0; j < 3; j++)
-            if (dist < best_d[j]) {
-                for (int s2 = 2; s2 > j; s2--) { best_d[s2] = best_d[s2 - 1]; best_e[s2] = best_e[s2 - 1]; }
-                best_d[j] = dist; best_e[j] = eff;
-                break;
-            }
+        nearest_add(&nn, dist, attn_eff(r, op));
     }
     double eff = (q == 1 || q == kv) ? attn_bilinear(op, b, q == 1 ? kv : q, q == 1) : 0;
     if (eff > 0) { *layer = TW_LAYER_INTERP; return tw_roofline_s(spec, op) / eff; }
-    if (best_d[0] > 1e29) return 0;
-    double wsum = 0, esum = 0;
-    for (int j = 0; j < 3 && best_d[j] < 1e29; j++) { double w = 1.0 / (best_d[j] + 0.05); wsum += w; esum += w * best_e[j]; }
+    eff = nearest_eff(&nn);
+    if (eff <= 0) return 0;
     *layer = TW_LAYER_NEAREST;
-    return tw_roofline_s(spec, op) / (esum / wsum);
+    return tw_roofline_s(spec, op) / eff;
 }
 
 static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
