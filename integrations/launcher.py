@@ -220,7 +220,7 @@ def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_proce
     kernel counts, and the unimplemented calls it hit. Tolerates missing or mistyped fields.
 
     A record, as shim_c/core/trace.c writes it: {"pid", "argv" (command line), "gpu", "virtual_s",
-    "devices": [{"index", "busy_s", "kernels", "copies", "mem_used"}], "unimplemented": {name: count}}."""
+    "devices": [{"index", "busy_s", "kernels", "copies", "mem_used"}], "unimplemented": {name: {"lib", "calls"}}}."""
     records = list(records)
     if not records:
         return []
@@ -254,7 +254,11 @@ def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_proce
                              f"{_count(dev.get('kernels'))} kernels{extra}")
         unimpl = rec.get("unimplemented")
         if isinstance(unimpl, Mapping) and unimpl:
-            items = sorted(unimpl.items(), key=lambda kv: (-kv[1] if isinstance(kv[1], int) else 0, kv[0]))
+            # the core writes {name: {"lib": ..., "calls": n}}; a bare count is accepted too
+            def calls(v):
+                v = v.get("calls") if isinstance(v, Mapping) else v
+                return v if isinstance(v, int) else 0
+            items = sorted(((name, calls(v)) for name, v in unimpl.items()), key=lambda kv: (-kv[1], kv[0]))
             shown = ", ".join(f"{name} x{n}" for name, n in items[:8])
             more = f", and {len(items) - 8} more" if len(items) > 8 else ""
             lines.append(f"    unimplemented calls: {shown}{more}")

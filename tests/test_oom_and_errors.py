@@ -59,3 +59,16 @@ def test_strict_mode_aborts_at_an_unimplemented_call():
     run = run_emulated(code, env={"TIMEWARP_STRICT": "1"})
     assert run.rc != 0
     assert "TIMEWARP_STRICT=1: aborting at unimplemented cudaGraphicsUnmapResources" in run.stderr
+
+
+def test_summary_names_unimplemented_calls_with_their_counts():
+    code = """
+    import ctypes, torch
+    torch.cuda.init()
+    rt = ctypes.CDLL("libcudart.so.13")
+    for _ in range(3):
+        rt.cudaGraphicsUnmapResources(1, None, None)
+    print("{}")
+    """
+    run = run_emulated(code)
+    assert "unimplemented calls: cudaGraphicsUnmapResources x3" in run.stderr
