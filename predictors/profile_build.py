@@ -19,7 +19,7 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
   (M, K) = (10240, 8192) and (4096, 14336), are held out.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
 - copies: odd powers of two of the byte count are held out.
-- kernels without an annotation (kernels_2026-11-29, recorded with integrations/record.py): workloads whose
+- kernels without an annotation (kernels_2026-11-29 and -29b, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.
 Only rows not held out go into the table; `timewarp validate` reports both sets.
@@ -35,8 +35,9 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"
-KERNELS = HERE / "data" / "h200" / "kernels_2026-11-29" / "kernels.parquet"
-KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding"}
+KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet" for d in ("kernels_2026-11-29", "kernels_2026-11-29b")]
+KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding", "sdpa_backends",
+                   "compile_sizes"}
 
 DTYPE = {"bf16": 14, "fp16": 2, "fp32": 0, "tf32": 0}          # cudaDataType_t of A
 GEMM_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
@@ -106,15 +107,18 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
     return out
 
 
-def kernel_rows(path: pathlib.Path = KERNELS):
+def kernel_rows(paths: list[pathlib.Path] = KERNELS):
     """The recorder's measured launches of the kernel-family workloads: a DataFrame with the workload's
     section, op, dtype, element count and split, the launch key (name, grid, block) and dur_ns."""
     import json
     import pandas as pd
 
-    k = pd.read_parquet(path)
+    k = pd.concat([pd.read_parquet(p) for p in paths if p.exists()], ignore_index=True)
     k = k[(k.kind == "kernel") & k.label_stack.notna()]
-    lab = k.label_stack.map(lambda s: json.loads(s)[-1] if s.startswith("[") else s)
+    def workload_label(stack: str) -> str:  # Inductor pushes labels of its own inside the workload's
+        labels = json.loads(stack) if stack.startswith("[") else [stack]
+        return next((x for x in reversed(labels) if x.startswith("wl|")), labels[-1] if labels else "")
+    lab = k.label_stack.map(workload_label)
     k = k.assign(lab=lab)
     k = k[k.lab.str.startswith("wl|") & k.lab.str.contains("phase=measure")]
     fields = k.lab.str.extract(r"sec=([^|]*)\|op=([^|]*)\|dtype=([^|]*)\|.*numel=(\d+)")
@@ -123,7 +127,7 @@ def kernel_rows(path: pathlib.Path = KERNELS):
     return k.assign(held_out=(k.numel.map(lambda n: round(math.log2(n)) % 2 == 1)))
 
 
-def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, path: pathlib.Path = KERNELS) -> float:
+def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = KERNELS) -> float:
     """What a back-to-back launch adds to a kernel's own execution: the microbenchmarks' per-launch time
     inside a CUDA graph minus the recorder's execution time, for the same small elementwise ops (fit rows)."""
     import pandas as pd
@@ -131,7 +135,7 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, path: pathlib.Path = KERNELS)
     mb = pd.read_parquet(src / "elementwise.parquet")
     mb = mb[(mb["mode"] == "graph") & mb.op.isin(["add", "mul", "silu", "gelu"]) & (mb.numel <= 2**16)]
     mb = mb[mb.numel.map(lambda n: round(math.log2(n)) % 2 == 0)]
-    rec = kernel_rows(path)
+    rec = kernel_rows(paths)
     rec = rec[~rec.held_out].groupby(["op", "dtype", "numel"]).dur_ns.median().rename("rec_ns").reset_index()
     j = mb.merge(rec, on=["op", "dtype", "numel"])
     return float((j.t_median_us * 1e3 - j.rec_ns).median())
@@ -161,7 +165,7 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
         lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
         n += 1
     lines += [f"host\t{k}\t{v}" for k, v in HOST_COSTS_NS.items()]
-    if KERNELS.exists():
+    if any(p.exists() for p in KERNELS):
         gap = kernel_gap_ns(src)
         lines.append(f"kgap\t{gap:.0f}")
         rec = kernel_rows()

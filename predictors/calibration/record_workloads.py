@@ -445,9 +445,83 @@ def sec_llama(ctx):
         torch.cuda.empty_cache()
 
 
+def sec_sdpa_backends(ctx):
+    """Attention through the backends a program can force or that an explicit mask selects (the default
+    path, cuDNN, is annotated by the emulator and measured by the microbenchmarks instead)."""
+    torch = ctx.torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    dt = torch.bfloat16
+    H, HK, D = (4, 2, 16) if ctx.dry else (32, 8, 128)
+    backends = {"flash": SDPBackend.FLASH_ATTENTION, "efficient": SDPBackend.EFFICIENT_ATTENTION}
+    for B in ([1] if ctx.dry else [1, 4, 16]):
+        for S in ([16] if ctx.dry else [128, 256, 512, 1024, 2048, 4096]):
+            if ctx.left() < 15:
+                log("sdpa_backends: budget, stopping")
+                return
+            q = torch.randn(B, H, S, D, device=ctx.dev, dtype=dt)
+            kv = torch.randn(B, HK, S, D, device=ctx.dev, dtype=dt)
+            kvr = kv.repeat_interleave(H // HK, dim=1)
+            mask = torch.ones(S, S, device=ctx.dev, dtype=torch.bool).tril()
+            for name, be in backends.items():
+                for causal in (True, False):
+                    for gqa in ("enable_gqa", "repeat_kv"):
+                        k = kv if gqa == "enable_gqa" else kvr
+                        meta = dict(sec="sdpa_backends", op=f"sdpa_{name}", dtype="bf16", shape=f"{B}x{H}x{S}x{D}",
+                                    numel=B * H * S * D, causal=int(causal), gqa=gqa, cold=0)
+                        try:
+                            with sdpa_kernel(be):
+                                ctx.run(meta, lambda j: F.scaled_dot_product_attention(
+                                    q, k, k, is_causal=causal, enable_gqa=gqa == "enable_gqa"))
+                        except RuntimeError:
+                            pass  # a backend that refuses this case (the efficient one and GQA)
+            meta = dict(sec="sdpa_backends", op="sdpa_mask", dtype="bf16", shape=f"{B}x{H}x{S}x{D}",
+                        numel=B * H * S * D, causal=1, gqa="enable_gqa", cold=0)
+            ctx.run(meta, lambda j: F.scaled_dot_product_attention(q, kv, kv, attn_mask=mask, enable_gqa=True))
+
+
+def sec_compile_sizes(ctx):
+    """Inductor's Triton kernels (pointwise, reductions) over a range of token counts, one dynamic-shape
+    compilation each, so that the same kernels are measured at many launch sizes."""
+    torch = ctx.torch
+    import torch.nn.functional as F
+
+    def swiglu(gate, up):
+        return F.silu(gate) * up
+
+    def rms(x, w):
+        h = x.float()
+        return (h * torch.rsqrt(h.pow(2).mean(-1, keepdim=True) + 1e-5)).to(x.dtype) * w
+
+    def softmax_scale(x):
+        return torch.softmax(x.float() * 0.125, dim=-1).to(x.dtype)
+
+    dt = torch.bfloat16
+    H, I = (64, 128) if ctx.dry else (4096, 14336)
+    fns = {"swiglu": torch.compile(swiglu, dynamic=True), "rms": torch.compile(rms, dynamic=True),
+           "softmax": torch.compile(softmax_scale, dynamic=True)}
+    for T in ([2, 4] if ctx.dry else [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]):
+        if ctx.left() < 15:
+            log("compile_sizes: budget, stopping")
+            return
+        gate = torch.randn(T, I, device=ctx.dev, dtype=dt)
+        up = torch.randn(T, I, device=ctx.dev, dtype=dt)
+        x = torch.randn(T, H, device=ctx.dev, dtype=dt)
+        w = torch.randn(H, device=ctx.dev, dtype=dt)
+        logits = torch.randn(T, 1024 if not ctx.dry else 32, device=ctx.dev, dtype=dt)
+        cases = {"swiglu": (lambda j: fns["swiglu"](gate, up), T * I),
+                 "rms": (lambda j: fns["rms"](x, w), T * H),
+                 "softmax": (lambda j: fns["softmax"](logits), logits.numel())}
+        for op, (fn, numel) in cases.items():
+            fn(0)  # compile (or reuse) outside the measured calls
+            ctx.sync()
+            ctx.run(dict(sec="compile_sizes", op=op, dtype="bf16", shape=f"{T}", numel=numel, cold=0), fn)
+
+
 SECTIONS = {"elementwise": sec_elementwise, "rowwise": sec_rowwise, "reduce": sec_reduce,
             "embedding": sec_embedding, "rotary": sec_rotary, "index_cat": sec_index_cat, "memcpy": sec_memcpy,
-            "llama": sec_llama, "compile": sec_compile, "cuda_graph": sec_cuda_graph}
+            "llama": sec_llama, "compile": sec_compile, "cuda_graph": sec_cuda_graph,
+            "sdpa_backends": sec_sdpa_backends, "compile_sizes": sec_compile_sizes}
 
 
 def main(argv=None):
