@@ -1,0 +1,71 @@
+#!/bin/bash
+# Real-H200 baseline for issue 5: vLLM 0.24.0 serving the Llama-3-8B-shaped model folder
+# (integrations/models/llama3-8b-shape, --load-format dummy, all other defaults) and four
+# `vllm bench serve` cases (random dataset, fixed lengths, --ignore-eos).
+#
+# Runs on the lent H200 (device `run` tool), from the repository root, after the parts written by
+# ../shared/device/pack_site.sh .devpack 'vllm==0.24.0' were copied to /root/parts (one run per part).
+# Writes to $OUT (at most 8 files come back): serve.log, bench.log, case1..4.json, startup.txt.
+#
+# Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
+#      CASES (default all: "1 2 3 4").
+set -u
+t0=$(date +%s)
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+PARTS=${PARTS:-/root/parts}
+BUDGET_S=${BUDGET_S:-450}
+CASES=${CASES:-"1 2 3 4"}
+MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
+el() { echo $(( $(date +%s) - t0 )); }
+note() { echo "[$(el)s] $*" | tee -a "$OUT/bench.log"; }
+
+note "parts: $(ls -la "$PARTS" 2>&1 | tr '\n' ' ')"
+mkdir -p /tmp/site && cat "$PARTS"/part.* | xz -dc | tar -C /tmp/site -xf - || { note "unpack failed"; exit 2; }
+export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+note "unpacked; $(nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.max.sm --format=csv,noheader 2>&1)"
+
+python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 > "$OUT/serve.log" 2>&1 &
+srv=$!
+note "server pid $srv started"
+
+ready=0
+while [ $(el) -lt 300 ]; do
+  if ! kill -0 $srv 2>/dev/null; then note "server exited early"; break; fi
+  if python3 -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=2).status==200 else 1)" 2>/dev/null; then
+    ready=1; break
+  fi
+  sleep 2
+done
+t_ready=$(el)
+note "ready=$ready after ${t_ready}s (since script start)"
+
+# lengths: case -> "C I O N"
+declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256")
+if [ $ready = 1 ]; then
+  for k in $CASES; do
+    read -r C I O N <<< "${SPEC[$k]}"
+    left=$(( BUDGET_S - $(el) - 25 ))
+    if [ $left -lt 20 ]; then note "case$k skipped: ${left}s left"; continue; fi
+    note "case$k: C=$C I=$I O=$O N=$N (limit ${left}s)"
+    timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
+      --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
+      --num-prompts $N --max-concurrency $C --save-result --result-dir "$OUT" --result-filename case$k.json \
+      >> "$OUT/bench.log" 2>&1
+    note "case$k rc=$?"
+  done
+fi
+
+{
+  echo "engine ready after ${t_ready}s of script time (unpack included); ready=$ready"
+  echo "--- startup facts (grep of serve.log) ---"
+  grep -aiE "GPU KV cache size|Maximum concurrency|backend|compilation_config|compil|cudagraph|CUDA graph|Graph capturing|model runner|Model loading took|Available KV cache|memory profiling|torch.compile|init engine|Non-default args|vLLM API server version|dtype|max_num_batched|max_model_len|chunked|prefix" "$OUT/serve.log" | cut -c1-4000 | head -120
+} > "$OUT/startup.txt"
+
+kill -INT $srv 2>/dev/null
+for i in $(seq 10); do kill -0 $srv 2>/dev/null || break; sleep 1; done
+kill -KILL $srv 2>/dev/null
+# keep serve.log under the size that comes back
+if [ $(stat -c %s "$OUT/serve.log") -gt 8000000 ]; then
+  tail -c 8000000 "$OUT/serve.log" > "$OUT/serve.tail" && mv "$OUT/serve.tail" "$OUT/serve.log"
+fi
+note "done"
