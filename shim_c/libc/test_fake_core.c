@@ -8,6 +8,7 @@
  * tw_fake_advance(ns) jumps it, for tests that need the virtual clock far from the real one.
  */
 #ifdef TW_LIBC_FAKE_CORE
+#include <sched.h>
 #define _GNU_SOURCE
 #include <time.h>
 
@@ -35,6 +36,9 @@ __attribute__((weak)) uint64_t tw_now(void) {
 }
 
 __attribute__((weak)) void tw_wait_until(uint64_t t) { tw_fake_raise(t); }
+
+/* the core's sleep also really sleeps a bounded slice; the fake only jumps */
+__attribute__((weak)) void tw_sleep_until(uint64_t t) { tw_fake_raise(t); sched_yield(); }
 
 __attribute__((weak)) void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns) {
     static int64_t rt, mono;
