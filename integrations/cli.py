@@ -5,6 +5,7 @@
     timewarp gpus
     timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
     timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE]
+    timewarp record [--out DIR] -- script.py ARGS ...      (on a real GPU)
 """
 from __future__ import annotations
 
@@ -122,6 +123,19 @@ def env_cmd(ctx, gpu, gpus, report, trace, strict) -> None:
         ctx.exit(1)
     for k, v in env.items():
         click.echo(f"export {k}={shlex.quote(v)}")
+
+
+@cli.command(context_settings={"allow_interspersed_args": False, "ignore_unknown_options": True})
+@click.argument("args", nargs=-1, type=click.UNPROCESSED)
+@click.pass_context
+def record(ctx, args) -> None:
+    """On a real GPU: run a Python program unmodified under the profiler and write one row per kernel, copy
+    and memset, keyed as the emulator keys its launches (`timewarp record [--out DIR] -- script.py ARGS`;
+    `timewarp record --help-recorder` lists the recorder's options)."""
+    from timewarp.integrations import record as rec
+
+    argv = ["--help"] if list(args) == ["--help-recorder"] else list(args)
+    ctx.exit(rec.main(argv))
 
 
 @cli.command()

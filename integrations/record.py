@@ -648,6 +648,8 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(own)
     if not prog:
         ap.error("no program given: ... -- script.py ARGS or -- -m module ARGS")
+    if prog[0] != "-m" and not os.path.isfile(prog[0]):
+        ap.error(f"{prog[0]}: no such file")
     os.makedirs(args.out, exist_ok=True)
     command = [os.path.basename(sys.executable), "-m", "timewarp.integrations.record"] + argv
     t_start = time.perf_counter()
@@ -655,6 +657,9 @@ def main(argv: list[str] | None = None) -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
     cuda = torch.cuda.is_available()
+    if not cuda:
+        print("record: no CUDA device is visible: only host activity will be recorded (the recorder measures "
+              "real GPUs; under `timewarp run` use --trace instead)", file=sys.stderr)
     acts = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])
     probe = {}
     if cuda and not args.no_probe:
