@@ -170,6 +170,25 @@ class Report:
             offset = 0
         return cls(p, offset)
 
+    def live_files(self) -> list[Path]:
+        """Snapshots (<report>.<pid>.live) of processes that ended without exiting normally."""
+        return sorted(self.path.parent.glob(self.path.name + ".*.live"))
+
+    def absorb_live(self) -> None:
+        """A process that was killed left no line, only its last snapshot: append that, marked `killed`, so
+        that the report holds every process; then remove the snapshots."""
+        done = {r.get("pid") for r in self.records()}
+        for live in self.live_files():
+            try:
+                rec = json.loads(live.read_text())
+            except (OSError, json.JSONDecodeError):
+                rec = None
+            if isinstance(rec, dict) and rec.get("pid") not in done:
+                rec["killed"] = True
+                with open(self.path, "a") as f:
+                    f.write(json.dumps(rec) + "\n")
+            live.unlink(missing_ok=True)
+
     def records(self) -> list[dict]:
         """This run's process records; lines that are not JSON objects are skipped with a warning."""
         try:
@@ -177,7 +196,10 @@ class Report:
                 f.seek(self.offset)
                 data = f.read()
         except FileNotFoundError:
-            return []
+            data = b""
+        return self._lines(data)
+
+    def _lines(self, data: bytes) -> list[dict]:
         out = []
         for n, line in enumerate(data.decode("utf-8", "replace").splitlines(), 1):
             line = line.strip()
@@ -236,7 +258,8 @@ def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_proce
             cmd = " ".join(filter(None, (os.path.basename(first), rest)))
             who += f" ({cmd[:57] + '...' if len(cmd) > 60 else cmd})"
         vs = rec.get("virtual_s")
-        lines.append(f"  {who}: wall {format_seconds(vs)}")
+        ended = " (killed: last snapshot, taken up to 2 s before the end)" if rec.get("killed") else ""
+        lines.append(f"  {who}: wall {format_seconds(vs)}{ended}")
         devices = rec.get("devices")
         if isinstance(devices, list):
             for dev in devices:
@@ -384,6 +407,7 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
         env = dict(os.environ)
         env.update(timewarp_env(gpu, num_gpus, rep.path, trace, strict, base_env=os.environ, lib=lib))
         rc = run_child(argv, env)
+        rep.absorb_live()
         if summary:
             lines = summarize(rep.records(), gpu_name)
             if lines:

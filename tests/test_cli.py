@@ -34,3 +34,32 @@ def test_a_missing_redirector_is_explained():
     p = subprocess.run(timewarp_cmd("run", "--", "sh", "-c", 'LD_AUDIT=/nonexistent/x.so python3 -c "print(1)"'),
                        capture_output=True, text=True, env=env)
     assert "LD_AUDIT redirector" in p.stderr and "did not load" in p.stderr
+
+
+def test_a_killed_process_still_appears_in_the_report(tmp_path):
+    """vLLM kills its engine process at shutdown: its last snapshot stands in for the report line it never
+    wrote."""
+    import json
+    import textwrap
+    prog = tmp_path / "killed.py"
+    prog.write_text(textwrap.dedent("""
+        import os, signal, torch
+        def up():  # real time (/proc/uptime is not virtualised): snapshots are taken every 2 s of it
+            return float(open("/proc/uptime").read().split()[0])
+        a = torch.randn(256, 256, device="cuda")
+        u0 = up()
+        while up() - u0 < 3:
+            for _ in range(5000):
+                a.add_(1)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    report = tmp_path / "report.jsonl"
+    import sys
+    p = subprocess.run(timewarp_cmd("run", "--report", str(report), "--", sys.executable, str(prog)),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 137, p.stderr[-2000:]
+    recs = [json.loads(l) for l in report.read_text().splitlines() if l.strip()]
+    killed = [r for r in recs if r.get("killed")]
+    assert killed and killed[0]["devices"][0]["kernels"] > 0
+    assert "killed: last snapshot" in p.stderr
+    assert not list(tmp_path.glob("report.jsonl.*.live"))

@@ -34,6 +34,7 @@ void tw_memory_init(void);
 void tw_streams_init(void);
 void tw_trace_init(void);
 void tw_report_at_exit(void);
+void tw_report_snapshot_maybe(void);
 /* run host functions whose virtual time has come (called after host waits) */
 void tw_hostfn_worker_start(void);
 void tw_hostfn_submit(void (*fn)(void *), void *data, uint64_t at);

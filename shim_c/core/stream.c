@@ -220,6 +220,7 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     TW_UNLOCK();
     if (op->kind == TW_OP_GRAPH) tw_graph_exec_side_effects(op->exec, start);
     else tw_op_side_effects(op, start);
+    tw_report_snapshot_maybe();
     return TW_OK;
 }
 

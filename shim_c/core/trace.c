@@ -91,14 +91,12 @@ static void unimpl_cb(const char *lib, const char *name, long count, void *p) {
     fprintf(c->f, ",\"calls\":%ld}", count);
 }
 
-void tw_report_at_exit(void) {
-    uint64_t now = tw_now();
-    if (tracing) write_trace();
-    if (!report_path || !*report_path) return;
+/* The process's report line: predicted wall time, per-device busy time, kernels, copies, memory, and the
+ * calls the shim does not implement. `live` marks a snapshot of a process still running. */
+static char *report_line(uint64_t now, int live, size_t *len) {
     char *buf = NULL;
-    size_t len = 0;
-    FILE *f = open_memstream(&buf, &len);
-    if (!f) return;
+    FILE *f = open_memstream(&buf, len);
+    if (!f) return NULL;
     char argv0[256] = "";
     int fd = open("/proc/self/cmdline", O_RDONLY);
     if (fd >= 0) {
@@ -110,7 +108,7 @@ void tw_report_at_exit(void) {
     json_str(f, argv0);
     fprintf(f, ",\"gpu\":");
     json_str(f, tw_ndevices ? tw_devices[0].spec->key : "");
-    fprintf(f, ",\"virtual_s\":%.9f,\"devices\":[", now / 1e9);
+    fprintf(f, ",\"live\":%s,\"virtual_s\":%.9f,\"devices\":[", live ? "true" : "false", now / 1e9);
     for (int d = 0; d < tw_ndevices; d++) {
         tw_device_state *D = &tw_devices[d];
         fprintf(f, "%s{\"index\":%d,\"busy_s\":%.9f,\"kernels\":%llu,\"copies\":%llu,\"mem_used\":%zu}", d ? "," : "", d,
@@ -121,6 +119,45 @@ void tw_report_at_exit(void) {
     tw_unimplemented_foreach(unimpl_cb, &c);
     fprintf(f, "}}\n");
     fclose(f);
+    return buf;
+}
+
+static void live_path(char *out, size_t n) { snprintf(out, n, "%s.%d.live", report_path, (int)getpid()); }
+
+/* A process may end without exiting (vLLM kills its engine core at shutdown): every couple of seconds of
+ * real time a snapshot of its report replaces <report>.<pid>.live, which the launcher reads for processes
+ * that left no final line. Checked on the launch path once every 4096 operations. */
+void tw_report_snapshot_maybe(void) {
+    static unsigned counter;
+    static int64_t last_ns;
+    if (!report_path || !*report_path || (++counter & 4095)) return;
+    struct timespec ts;
+    tw_real_clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    if (now_ns - last_ns < 2000000000) return;
+    last_ns = now_ns;
+    size_t len = 0;
+    char *line = report_line(tw_now(), 1, &len);
+    if (!line) return;
+    char path[4096], tmp[4200];
+    live_path(path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (fd >= 0) {
+        ssize_t w = write(fd, line, len);
+        close(fd);
+        if (w == (ssize_t)len) rename(tmp, path); else unlink(tmp);
+    }
+    free(line);
+}
+
+void tw_report_at_exit(void) {
+    uint64_t now = tw_now();
+    if (tracing) write_trace();
+    if (!report_path || !*report_path) return;
+    size_t len = 0;
+    char *buf = report_line(now, 0, &len);
+    if (!buf) return;
     /* one write of the whole line under an advisory lock: several processes append to one report */
     int out = open(report_path, O_WRONLY | O_CREAT | O_APPEND, 0644);
     if (out >= 0) {
@@ -131,4 +168,7 @@ void tw_report_at_exit(void) {
         close(out);
     }
     free(buf);
+    char path[4096];
+    live_path(path, sizeof path);
+    unlink(path);
 }
