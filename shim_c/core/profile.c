@@ -382,11 +382,11 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     pthread_mutex_unlock(&cache_lock);
     double s = gemm ? gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer)
              : copy ? copy_predict(spec, op, layer) : kern_predict(spec, op, layer);
-    if (s > 0) {
-        pthread_mutex_lock(&cache_lock);
-        *c = (centry){key, spec, s, *layer};
-        pthread_mutex_unlock(&cache_lock);
-    }
+    if (s <= 0) { s = 0; *layer = TW_LAYER_ROOFLINE; }
+    /* misses are cached too: a kernel the profile lacks is looked up once, not at every launch */
+    pthread_mutex_lock(&cache_lock);
+    *c = (centry){key, spec, s, *layer};
+    pthread_mutex_unlock(&cache_lock);
     return s;
 }
 

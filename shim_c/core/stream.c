@@ -193,14 +193,16 @@ void tw_op_side_effects(const tw_op *op, uint64_t start) {
 
 tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     if (!s) return TW_ERR_INVALID_HANDLE;
-    /* the real runtime's launch path costs the host more than the shim's: charge the difference */
+    /* the real runtime's launch path costs the host more than the shim's: charge the difference, and take
+     * the host's issue time from the same clock reading */
+    uint64_t cost = 0;
     if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET)
-        tw_charge_add(tw_profile_host_cost(TW_HOST_LAUNCH) +
-                      (op->ann.kind == TW_ANN_GEMM ? tw_profile_host_cost(TW_HOST_GEMM)
-                       : op->ann.kind == TW_ANN_ATTENTION ? tw_profile_host_cost(TW_HOST_ATTN) : 0));
+        cost = tw_profile_host_cost(TW_HOST_LAUNCH) +
+               (op->ann.kind == TW_ANN_GEMM ? tw_profile_host_cost(TW_HOST_GEMM)
+                : op->ann.kind == TW_ANN_ATTENTION ? tw_profile_host_cost(TW_HOST_ATTN) : 0);
     else if (op->kind == TW_OP_GRAPH)
-        tw_charge_add(tw_profile_host_cost(TW_HOST_GRAPH_LAUNCH));
-    uint64_t host = tw_now();
+        cost = tw_profile_host_cost(TW_HOST_GRAPH_LAUNCH);
+    uint64_t host = tw_charge_add(cost);
     TW_LOCK();
     if (s->cap) {
         tw_err e = tw_capture_append(s->cap, s, op);

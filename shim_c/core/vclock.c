@@ -111,11 +111,13 @@ static __thread uint64_t forgive_ns;
 
 /* Host time that the real stack spends where the emulator spends less (the runtime's launch path): added
  * to the calling thread's clock as if it had run. */
-void tw_charge_add(uint64_t ns) {
-    if (!ns || charge_paused) return;
-    uint64_t t = tw_now() + ns;
+uint64_t tw_charge_add(uint64_t ns) {
+    uint64_t t = tw_now();
+    if (!ns || charge_paused) return t;
+    t += ns;
     thread_now = t;
     if (!thread_private) publish(t);
+    return t;
 }
 
 void tw_charge_forgive(uint64_t ns) {

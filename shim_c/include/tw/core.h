@@ -103,8 +103,9 @@ void tw_wait_until(uint64_t t);
  * program's threads that the real run would not do. */
 void tw_charge_pause(void);
 void tw_charge_resume(void);
-/* Charge ns of host time the real stack would spend here (a modelled cost, on the target host's scale). */
-void tw_charge_add(uint64_t ns);
+/* Charge ns of host time the real stack would spend here (a modelled cost, on the target host's scale);
+ * returns the calling thread's virtual time after it (one clock reading, as tw_now()). */
+uint64_t tw_charge_add(uint64_t ns);
 /* Host costs of the real runtime per call, from the profile's `host` lines (0 without a profile). */
 typedef enum { TW_HOST_LAUNCH = 0, TW_HOST_GRAPH_LAUNCH = 1, TW_HOST_GEMM = 2, TW_HOST_ATTN = 3, TW_HOST_NCOSTS } tw_host_cost;
 uint64_t tw_profile_host_cost(tw_host_cost which);
