@@ -396,17 +396,49 @@ def die_like(returncode: int) -> int:
     return exit_status(returncode)
 
 
+def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
+                      token: str | None):
+    """The run's clock: a new coordinator (returned, to be closed by the caller) or, with join=HOST:PORT, an
+    existing one (None returned). Returns (coordinator or None, environment for the child)."""
+    from timewarp.coordinator import server
+
+    try:
+        if join:
+            reply = server.join(join, token)
+            return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
+                          "TIMEWARP_TOPOLOGY": reply.topology}
+        speed = float(os.environ.get("TIMEWARP_HOST_SPEED") or 1.0)
+        coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
+                                   token=token, host_speed=speed)
+    except server.CoordinatorError as e:
+        raise LauncherError(str(e)) from None
+    except Exception as e:  # the keeper library, the clock file
+        raise LauncherError(f"cannot start the coordinator: {e}") from None
+    return coord, {**coord.env(), "TIMEWARP_TOPOLOGY": topology}
+
+
 def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.PathLike | None = None,
            trace: str | os.PathLike | None = None, strict: bool = False, gpu_name: str | None = None,
-           summary: bool = True) -> int:
+           summary: bool = True, topology: str = "", join: str | None = None, listen: str | None = None,
+           token: str | None = None) -> int:
     """`timewarp run`: run argv under emulation, print the report's summary to stderr, return the exit
-    status (after re-raising a fatal signal on ourselves). Raises LauncherError or CommandError."""
+    status (after re-raising a fatal signal on ourselves). Every process of the run lives on one virtual
+    clock, kept by the coordinator this starts (or, with join=HOST:PORT, by an existing one). Raises
+    LauncherError or CommandError."""
     lib = lib_dir()
     rep = Report.open(report)
+    coord = None
     try:
         env = dict(os.environ)
         env.update(timewarp_env(gpu, num_gpus, rep.path, trace, strict, base_env=os.environ, lib=lib))
-        rc = run_child(argv, env)
+        coord, cenv = start_coordinator(lib, gpu, num_gpus, topology, join, listen, token)
+        env.update(cenv)
+        try:
+            rc = run_child(argv, env)
+        finally:
+            if coord is not None:
+                coord.close()
+                coord = None
         rep.absorb_live()
         if summary:
             lines = summarize(rep.records(), gpu_name)
@@ -418,5 +450,7 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                 sys.stderr.write("\n".join(lines) + "\n")
                 sys.stderr.flush()
     finally:
+        if coord is not None:
+            coord.close()
         rep.cleanup()
     return die_like(rc)

@@ -16,8 +16,12 @@
 #include <unistd.h>
 #include <time.h>
 #include "internal.h"
+#include "tw/raw_syscall.h"
+#include "tw/timekeeper.h"
 
-static _Atomic uint64_t process_now;
+/* The highest time any thread reached: this process's own, or the run's (the time keeper's max_now) */
+static _Atomic uint64_t local_now;
+static _Atomic uint64_t *process_now = &local_now;
 static __thread uint64_t thread_now;
 static __thread uint64_t thread_cpu_last;
 static __thread int thread_started;
@@ -25,26 +29,12 @@ static __thread int thread_started;
  * its readings must not drag the program's threads forward. */
 static __thread int thread_private;
 
-void tw_clock_private_thread(void) { thread_private = 1; }
+void tw_clock_private_thread(void) { thread_private = 1; tw_tk_thread_private(); }
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
 
-static long raw_clock_gettime(clockid_t id, struct timespec *ts) {
-#if defined(__x86_64__)
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_clock_gettime), "D"((long)id), "S"(ts) : "rcx", "r11", "memory");
-    return ret;
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = SYS_clock_gettime;
-    register long x0 __asm__("x0") = id;
-    register long x1 __asm__("x1") = (long)ts;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
-    return x0;
-#else
-#error "raw clock_gettime: unsupported architecture"
-#endif
-}
+static long raw_clock_gettime(clockid_t id, struct timespec *ts) { return tw_sys2(SYS_clock_gettime, id, ts); }
 
 int tw_real_clock_gettime(clockid_t id, struct timespec *ts) {
     if (real_clock_gettime) return real_clock_gettime(id, ts);
@@ -66,6 +56,9 @@ __attribute__((constructor(101))) static void vclock_init(void) {
     raw_clock_gettime(CLOCK_MONOTONIC, &m);
     epoch_realtime = (int64_t)ts_ns(&r);
     epoch_monotonic = (int64_t)ts_ns(&m);
+    /* under `timewarp run` every process shares the run's epoch and clock */
+    tw_tk_attach(&epoch_realtime, &epoch_monotonic);
+    if (tw_tk) process_now = (_Atomic uint64_t *)&tw_tk->max_now;
     const char *hs = getenv("TIMEWARP_HOST_SPEED");
     if (hs && atof(hs) > 0) host_speed = atof(hs);
     /* Resolve the vDSO-backed clock_gettime for the waits that need real time; readings of the virtual
@@ -88,8 +81,8 @@ void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns) {
 }
 
 static inline void publish(uint64_t t) {
-    uint64_t g = atomic_load_explicit(&process_now, memory_order_relaxed);
-    while (g < t && !atomic_compare_exchange_weak_explicit(&process_now, &g, t, memory_order_relaxed, memory_order_relaxed)) {}
+    uint64_t g = atomic_load_explicit(process_now, memory_order_relaxed);
+    while (g < t && !atomic_compare_exchange_weak_explicit(process_now, &g, t, memory_order_relaxed, memory_order_relaxed)) {}
 }
 
 /* Work the emulator itself does on the program's thread (the PyTorch shadow of small results) is not
@@ -130,7 +123,7 @@ void tw_charge_forgive(uint64_t ns) {
 uint64_t tw_now(void) {
     uint64_t cpu = tw_thread_cpu_ns();
     if (charge_paused) thread_cpu_last = cpu;
-    uint64_t g = atomic_load_explicit(&process_now, memory_order_relaxed);
+    uint64_t g = atomic_load_explicit(process_now, memory_order_relaxed);
     if (__builtin_expect(!thread_started, 0)) {
         /* a new thread starts at the process clock */
         thread_started = 1;
@@ -146,28 +139,97 @@ uint64_t tw_now(void) {
     }
     uint64_t t = thread_now + (host_speed == 1.0 ? d : (uint64_t)(d * host_speed));
     if (t < g) t = g;
+    if (tw_tk && !thread_private) {
+        tw_tk_slot *s = tw_tk_thread_slot(t);
+        if (s) {
+            if (__builtin_expect(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TW_SLOT_RUN, 0)) {
+                /* the keeper saw this thread blocked in a call the shim does not know: it woke because
+                 * something happened, no earlier than anything that happened anywhere */
+                uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
+                if (t < m) t = m;
+                __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
+                __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
+            }
+            __atomic_store_n(&s->cpu, cpu, __ATOMIC_RELAXED);
+            __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
+            __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+        }
+    }
     thread_now = t;
     if (!thread_private) publish(t);
     return t;
 }
 
-void tw_wait_until(uint64_t t) {
-    uint64_t now = tw_now();
-    if (t > now) {
-        thread_now = t;
-        if (!thread_private) publish(t);
+/* This thread's slot in the run's time keeper, when there is one and the thread takes part. */
+static inline tw_tk_slot *keeper_slot(void) {
+    return tw_tk && !thread_private ? tw_tk_thread_slot(thread_now) : NULL;
+}
+
+/* The thread resumes at virtual time t after a wait: the CPU the waiting cost here is not charged. */
+static void resume_at(tw_tk_slot *s, uint64_t t) {
+    if (t < thread_now) t = thread_now;
+    thread_now = t;
+    thread_cpu_last = tw_thread_cpu_ns();
+    if (!thread_private) publish(t);
+    if (s && tw_tk) {
+        __atomic_store_n(&s->cpu, thread_cpu_last, __ATOMIC_RELAXED);
+        __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
     }
 }
 
-/* A pure sleep (nanosleep, time.sleep, a poll with nothing to wait on). The sleeping thread's clock jumps to
- * its deadline. Until the coordinator's time keeper knows whether any other thread or process could act
- * earlier, the thread also really sleeps a bounded slice of the duration (TIMEWARP_SLEEP_SLICE_NS, default
- * 1 ms, or a hundredth of the sleep if that is less): so a loop that polls for another process with short
- * sleeps and a timeout (subprocess.wait(timeout), a worker pool's shutdown) gives that process real time to
- * act before the virtual deadline passes, and a polling loop does not spin a core. */
+/* A wait that only time ends (a GPU completion, a sleep): with a time keeper, until its clock reaches t,
+ * that is until no thread of any process can act before t; without one, at once. */
+void tw_wait_until(uint64_t t) {
+    uint64_t now = tw_now();
+    if (t <= now) return;
+    tw_tk_slot *s = keeper_slot();
+    if (s) tw_tk_wait_safe(s, t, TW_SLOT_SLEEP);
+    resume_at(s, t);
+}
+
+/* ---- waits the libc interposers translate (shim_c/libc/tw_libc.h) */
+int tw_tk_on(void) { return keeper_slot() != NULL; }
+
+void tw_tk_twait_begin(uint64_t deadline) {
+    tw_tk_slot *s = keeper_slot();
+    if (!s) return;
+    s->deadline = deadline;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, TW_SLOT_TWAIT, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
+}
+
+void tw_tk_block_begin(void) {
+    tw_tk_slot *s = keeper_slot();
+    if (!s) return;
+    (void)tw_now();   /* charge the CPU time until the wait */
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, TW_SLOT_BLOCK, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
+    tw_tk_advance(tw_tk);  /* this thread no longer holds the clock back */
+}
+
+/* End of a TWAIT or BLOCK wait. Timed out: the thread resumes at its deadline. Woken by an event: no
+ * earlier than anything that happened anywhere (the event's cause among it). */
+void tw_tk_wake(int timed_out, uint64_t deadline) {
+    tw_tk_slot *s = keeper_slot();
+    if (!s) return;
+    uint64_t t = timed_out ? deadline : atomic_load_explicit(process_now, memory_order_acquire);
+    resume_at(s, t);
+}
+
+/* A pure sleep (nanosleep, time.sleep, a poll with nothing to wait on). With a time keeper it is a wait
+ * until t like a GPU completion. Without one, the sleeping thread's clock jumps to its deadline, and the
+ * thread also really sleeps a bounded slice of the duration (TIMEWARP_SLEEP_SLICE_NS, default 1 ms, or a
+ * hundredth of the sleep if that is less): so a loop that polls for another process with short sleeps and
+ * a timeout gives that process real time to act before the virtual deadline passes. */
 static int64_t sleep_slice_ns = -1;
 
 void tw_sleep_until(uint64_t t) {
+    if (keeper_slot()) { tw_wait_until(t); return; }
     uint64_t now = tw_now();
     if (t <= now) return;
     if (sleep_slice_ns < 0) {
@@ -179,12 +241,6 @@ void tw_sleep_until(uint64_t t) {
     if (real < 20000) real = 20000;   /* at least a scheduling quantum: other processes get to run */
     if (real > d) real = d;
     struct timespec ts = {(time_t)(real / 1000000000ull), (long)(real % 1000000000ull)};
-#if defined(__x86_64__)
-    long ret;
-    __asm__ volatile("syscall" : "=a"(ret) : "a"((long)SYS_nanosleep), "D"(&ts), "S"(0L) : "rcx", "r11", "memory");
-    (void)ret;
-#else
-    syscall(SYS_nanosleep, &ts, NULL);
-#endif
+    tw_sys2(SYS_nanosleep, &ts, 0);
     tw_wait_until(t);
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/syscall.h>
 
+#include "tw/raw_syscall.h"
 #include "tw_libc.h"
 
 int tw_libc_state = TW_LIBC_UNINIT;
@@ -18,46 +19,9 @@ tw_libc_real tw_real;
 /* Per thread: the last virtual time this thread saw, so that its readings never go back. */
 static __thread uint64_t tw_libc_last __attribute__((tls_model("initial-exec")));
 
-/* ---------------------------------------------------------------- raw clock, for before resolution */
-/* clock_gettime without libc: used only if a clock read arrives while the real functions are being
- * resolved (dlsym calling back into us). The kernel's clock_gettime; the vDSO is not worth finding here. */
-static long tw_raw_syscall2(long nr, long a1, long a2) {
-    long ret;
-#if defined(__x86_64__)
-    __asm__ volatile("syscall" : "=a"(ret) : "a"(nr), "D"(a1), "S"(a2) : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a1;
-    register long x1 __asm__("x1") = a2;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1) : "memory");
-    ret = x0;
-#else
-#error "tw_raw_syscall2: unsupported architecture"
-#endif
-    return ret;
-}
-
+/* ---------------------------------------------------------------- raw system calls, for before resolution */
 long tw_raw_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
-    long ret;
-#if defined(__x86_64__)
-    register long r10 __asm__("r10") = a4;
-    register long r8 __asm__("r8") = a5;
-    register long r9 __asm__("r9") = a6;
-    __asm__ volatile("syscall"
-                     : "=a"(ret)
-                     : "a"(nr), "D"(a1), "S"(a2), "d"(a3), "r"(r10), "r"(r8), "r"(r9)
-                     : "rcx", "r11", "memory");
-#elif defined(__aarch64__)
-    register long x8 __asm__("x8") = nr;
-    register long x0 __asm__("x0") = a1;
-    register long x1 __asm__("x1") = a2;
-    register long x2 __asm__("x2") = a3;
-    register long x3 __asm__("x3") = a4;
-    register long x4 __asm__("x4") = a5;
-    register long x5 __asm__("x5") = a6;
-    __asm__ volatile("svc 0" : "+r"(x0) : "r"(x8), "r"(x1), "r"(x2), "r"(x3), "r"(x4), "r"(x5) : "memory");
-    ret = x0;
-#endif
+    long ret = tw_sys6(nr, a1, a2, a3, a4, a5, a6);
     if (ret < 0 && ret > -4096) { errno = (int)-ret; return -1; }
     return ret;
 }
@@ -65,7 +29,7 @@ long tw_raw_syscall6(long nr, long a1, long a2, long a3, long a4, long a5, long 
 int tw_libc_real_clock_gettime(clockid_t clk, struct timespec *tp) {
     int (*fn)(clockid_t, struct timespec *) = __atomic_load_n(&tw_real.clock_gettime, __ATOMIC_RELAXED);
     if (__builtin_expect(fn != NULL, 1)) return fn(clk, tp);
-    long r = tw_raw_syscall2(SYS_clock_gettime, clk, (long)tp);
+    long r = tw_sys2(SYS_clock_gettime, clk, tp);
     if (r < 0) { errno = (int)-r; return -1; }
     return 0;
 }
@@ -139,6 +103,15 @@ int tw_libc_init(void) {
     R(clockjoin_np, "pthread_clockjoin_np");
     R(sigtimedwait, "sigtimedwait");
     R(syscall, "syscall");
+    R_SET(cond_wait, tw_resolve_cond("pthread_cond_wait"));
+    R(sem_wait, "sem_wait");
+    R(join, "pthread_join");
+    R(execve, "execve");
+    R(execv, "execv");
+    R(execvp, "execvp");
+    R(execvpe, "execvpe");
+    R(posix_spawn, "posix_spawn");
+    R(posix_spawnp, "posix_spawnp");
 #undef R
 #undef R_SET
     tw_real = r;
@@ -255,3 +228,78 @@ void tw_libc_sleep_until(uint64_t target) {
     errno = saved;
 }
 
+
+/* ---------------------------------------------------------------- the run's time keeper */
+/* Fallbacks for a build without the core (the libc tests' fake core): no keeper. */
+__attribute__((weak)) int tw_tk_on(void) { return 0; }
+__attribute__((weak)) void tw_tk_twait_begin(uint64_t deadline) { (void)deadline; }
+__attribute__((weak)) void tw_tk_block_begin(void) {}
+__attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 1; }
+__attribute__((weak)) void tw_tk_wake(int timed_out, uint64_t deadline) { (void)timed_out; (void)deadline; }
+__attribute__((weak)) void tw_tk_before_exec(void) {}
+
+int tw_libc_keeper(void) {
+    tw_libc_depth++;
+    int on = tw_tk_on();
+    tw_libc_depth--;
+    return on;
+}
+
+int64_t tw_libc_next_slice(int64_t slice) { return slice < TW_SLICE_MAX_NS ? slice * 2 : slice; }
+
+void tw_libc_kw_begin(uint64_t target) {
+    int saved = errno;
+    tw_libc_depth++;
+    tw_tk_twait_begin(target);
+    tw_libc_depth--;
+    errno = saved;
+}
+
+int tw_libc_kw_due(uint64_t target) {
+    int saved = errno;
+    tw_libc_depth++;
+    int due = tw_tk_due(target);
+    tw_libc_depth--;
+    errno = saved;
+    return due;
+}
+
+void tw_libc_kw_end(int timed_out, uint64_t target) {
+    int saved = errno;
+    tw_libc_depth++;
+    tw_tk_wake(timed_out, target);
+    tw_libc_depth--;
+    if (timed_out && target > tw_libc_last) tw_libc_last = target;
+    errno = saved;
+}
+
+int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx) {
+    tw_libc_kw_begin(target);
+    for (int64_t slice = TW_SLICE_MIN_NS;; slice = tw_libc_next_slice(slice)) {
+        int due = tw_libc_kw_due(target);
+        int r = call(ctx, due ? 0 : slice);
+        if (r || due) { tw_libc_kw_end(!r, target); return r; }
+    }
+}
+
+void tw_libc_block_begin(void) {
+    int saved = errno;
+    tw_libc_depth++;
+    tw_tk_block_begin();
+    tw_libc_depth--;
+    errno = saved;
+}
+
+void tw_libc_block_end(void) {
+    int saved = errno;
+    tw_libc_depth++;
+    tw_tk_wake(0, 0);
+    tw_libc_depth--;
+    errno = saved;
+}
+
+struct timespec tw_libc_real_after(clockid_t clk, int64_t rel_ns) {
+    struct timespec now;
+    tw_libc_real_clock_gettime(clk, &now);
+    return tw_ns_ts(tw_add_sat(tw_ts_ns(&now), rel_ns));
+}

@@ -33,9 +33,41 @@ static long tw_syscall_abs_wait(clockid_t clk, long nr, long a1, long a2, long a
     struct timespec real_abs;
     uint64_t target;
     if (!tw_libc_abs_deadline(clk, abs, &real_abs, &target)) return tw_real_syscall(nr, a1, a2, a3, a4, a5, a6);
+    if (tw_libc_keeper()) {
+        tw_libc_kw_begin(target);
+        for (int64_t slice = TW_SLICE_MIN_NS;; slice = tw_libc_next_slice(slice)) {
+            int due = tw_libc_kw_due(target);
+            real_abs = tw_libc_real_after(clk, due ? 0 : slice);
+            long r = tw_real_syscall(nr, a1, a2, a3, (long)&real_abs, a5, a6);
+            int to = r == -1 && errno == ETIMEDOUT;
+            if (!to || due) { tw_libc_kw_end(to, target); return r; }
+        }
+    }
     long r = tw_real_syscall(nr, a1, a2, a3, (long)&real_abs, a5, a6);
     if (r == -1 && errno == ETIMEDOUT) tw_libc_timed_out(target);
     return r;
+}
+
+/* A futex wait without timeout: idle for the keeper until woken. */
+static long tw_futex_block(long a1, long a2, long a3, long a4, long a5, long a6) {
+    if (!tw_libc_keeper()) return tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
+    tw_libc_block_begin();
+    long r = tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
+    tw_libc_block_end();
+    return r;
+}
+
+/* FUTEX_WAIT with a relative timeout, in keeper slices */
+typedef struct { long a1, a2, a3, a5, a6; long r; } tw_futex_ctx;
+static int tw_futex_call(void *c, int64_t rel) {
+    tw_futex_ctx *x = c;
+    struct timespec ts = tw_ns_ts(rel);
+    x->r = tw_real_syscall(SYS_futex, x->a1, x->a2, x->a3, (long)&ts, x->a5, x->a6);
+    return !(x->r == -1 && errno == ETIMEDOUT);
+}
+
+static uint64_t tw_rel_futex_target(const struct timespec *tmo) {
+    return (uint64_t)tw_add_sat((int64_t)tw_libc_now(), tw_ts_ns(tmo));
 }
 
 /* futex(uaddr, op, val, timeout, uaddr2, val3) */
@@ -46,13 +78,21 @@ static long tw_futex(long a1, long a2, long a3, long a4, long a5, long a6) {
     clockid_t clk = (op & FUTEX_CLOCK_REALTIME) ? CLOCK_REALTIME : CLOCK_MONOTONIC;
     switch (cmd) {
     case FUTEX_WAIT: { /* relative, measured by the kernel on CLOCK_MONOTONIC */
-        if (!tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0)) break;
+        if (!tmo) return tw_futex_block(a1, a2, a3, a4, a5, a6);
+        if (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0)) break;
+        if (tw_libc_keeper()) {
+            tw_futex_ctx x = {a1, a2, a3, a5, a6, 0};
+            if (!tw_libc_keeper_wait(tw_rel_futex_target(tmo), tw_futex_call, &x)) { errno = ETIMEDOUT; return -1; }
+            return x.r;
+        }
         uint64_t target = (uint64_t)tw_add_sat((int64_t)tw_libc_now(), tw_ts_ns(tmo));
         long r = tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
         if (r == -1 && errno == ETIMEDOUT) tw_libc_timed_out(target);
         return r;
     }
     case FUTEX_WAIT_BITSET:
+        if (!tmo) return tw_futex_block(a1, a2, a3, a4, a5, a6);
+        return tw_syscall_abs_wait(clk, SYS_futex, a1, a2, a3, a4, a5, a6);
     case FUTEX_WAIT_REQUEUE_PI:
     case FUTEX_LOCK_PI2: /* absolute; CLOCK_MONOTONIC unless FUTEX_CLOCK_REALTIME */
         return tw_syscall_abs_wait(clk, SYS_futex, a1, a2, a3, a4, a5, a6);

@@ -27,6 +27,18 @@ extern "C" {
  * sched_yield(). */
 void tw_sleep_until(uint64_t virt_ns);
 
+/* The run-wide time keeper (core/timekeeper.c, vclock.c). tw_tk_on(): 1 when this thread takes part in
+ * one (under `timewarp run`); then a wait an event can end is announced with tw_tk_twait_begin(deadline)
+ * (or tw_tk_block_begin() without deadline), tw_tk_due(deadline) says whether the keeper's clock has
+ * reached the deadline, and tw_tk_wake(timed_out, deadline) ends the wait. common.c holds weak fallbacks
+ * (no keeper). */
+int tw_tk_on(void);
+void tw_tk_twait_begin(uint64_t deadline);
+void tw_tk_block_begin(void);
+int tw_tk_due(uint64_t deadline);
+void tw_tk_wake(int timed_out, uint64_t deadline);
+void tw_tk_before_exec(void);
+
 /* ---------------------------------------------------------------- internal to shim_c/libc/ */
 #define TW_HIDDEN __attribute__((visibility("hidden")))
 
@@ -90,6 +102,15 @@ typedef struct tw_libc_real {
     int (*clockjoin_np)(unsigned long, void **, clockid_t, const struct timespec *);
     int (*sigtimedwait)(const void *, void *, const struct timespec *);
     long (*syscall)(long, ...);
+    int (*cond_wait)(void *, void *);
+    int (*sem_wait)(void *);
+    int (*join)(unsigned long, void **);
+    int (*execve)(const char *, char *const[], char *const[]);
+    int (*execv)(const char *, char *const[]);
+    int (*execvp)(const char *, char *const[]);
+    int (*execvpe)(const char *, char *const[], char *const[]);
+    int (*posix_spawn)(int *, const char *, const void *, const void *, char *const[], char *const[]);
+    int (*posix_spawnp)(int *, const char *, const void *, const void *, char *const[], char *const[]);
 } tw_libc_real;
 extern tw_libc_real tw_real TW_HIDDEN;
 
@@ -115,6 +136,29 @@ int tw_libc_abs_deadline(clockid_t clk, const struct timespec *abs, struct times
 void tw_libc_timed_out(uint64_t target) TW_HIDDEN;
 /* A pure sleep until target (virtual time). Preserves errno. */
 void tw_libc_sleep_until(uint64_t target) TW_HIDDEN;
+/* 1 when waits go through the run's time keeper (tw_tk_on(), called as the shim). */
+int tw_libc_keeper(void) TW_HIDDEN;
+/* A wait with virtual deadline target that an event can end, through the time keeper: the real call is
+ * made in short real slices, call(ctx, rel_ns) with a relative timeout (0: a non-blocking check), until it
+ * reports an event (returns non-zero: 1) or the keeper's clock reaches the deadline (returns 0: timed out,
+ * the thread's clock is at the deadline). Preserves errno of the last call. */
+typedef int (*tw_libc_wait_fn)(void *ctx, int64_t rel_ns);
+int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx) TW_HIDDEN;
+/* Its parts, for callers that loop themselves: announce, ask whether due, end (timed out or woken).
+ * Real-time slices start at TW_SLICE_MIN_NS (a deadline about due is noticed quickly) and double up to
+ * TW_SLICE_MAX_NS (a long wait costs at most a few wake-ups per millisecond). */
+#define TW_SLICE_MIN_NS 50000
+#define TW_SLICE_MAX_NS 2000000
+void tw_libc_kw_begin(uint64_t target) TW_HIDDEN;
+int tw_libc_kw_due(uint64_t target) TW_HIDDEN;
+void tw_libc_kw_end(int timed_out, uint64_t target) TW_HIDDEN;
+int64_t tw_libc_next_slice(int64_t slice) TW_HIDDEN;
+/* Around a wait without deadline: the thread no longer holds the clock back; woken, it resumes no earlier
+ * than anything that happened. Preserve errno. */
+void tw_libc_block_begin(void) TW_HIDDEN;
+void tw_libc_block_end(void) TW_HIDDEN;
+/* A real absolute deadline rel_ns from now on clock clk. */
+struct timespec tw_libc_real_after(clockid_t clk, int64_t rel_ns) TW_HIDDEN;
 
 static inline int64_t tw_ts_ns(const struct timespec *ts) { return (int64_t)ts->tv_sec * TW_NS + ts->tv_nsec; }
 static inline struct timespec tw_ns_ts(int64_t ns) {

@@ -13,6 +13,11 @@
  *   from now on the real clock; a deadline already past becomes "now", a non-blocking check). If the real
  *   call times out, the thread's virtual time advances to the deadline (tw_wait_until, no sleep).
  * A wait that ends early (an event, a signal) charges nothing more than the thread's CPU time.
+ *
+ * Under `timewarp run` (a run-wide time keeper; tw_libc_keeper()) the same waits go through the keeper
+ * instead: a timed wait is made in short real slices until an event ends it or the keeper's clock reaches
+ * its deadline (no thread of any process can act before it), and a wait without timeout tells the keeper
+ * the thread is idle until woken (tw_libc_block_begin/end).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -45,8 +50,37 @@ static int tw_pollfds_empty(const struct pollfd *fds, nfds_t n) {
     return 1;
 }
 
+/* ---- keeper waits: each real call with a relative timeout in ns */
+typedef struct { struct pollfd *fds; nfds_t n; const sigset_t *mask; int r; } tw_poll_ctx;
+static int tw_poll_call(void *c, int64_t rel) {
+    tw_poll_ctx *x = c;
+    struct timespec ts = tw_ns_ts(rel);
+    x->r = tw_real.ppoll(x->fds, x->n, &ts, x->mask);
+    return x->r != 0;
+}
+
+static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const sigset_t *mask) {
+    if (rel_ns < 0) {   /* no timeout */
+        tw_libc_block_begin();
+        int r = tw_real.ppoll(fds, n, NULL, mask);
+        tw_libc_block_end();
+        return r;
+    }
+    uint64_t target = tw_rel_target(rel_ns);
+    if (tw_pollfds_empty(fds, n)) {
+        for (nfds_t i = 0; i < n; i++) fds[i].revents = 0;
+        tw_sleep_to(target);
+        return 0;
+    }
+    tw_poll_ctx x = {fds, n, mask, 0};
+    tw_libc_keeper_wait(target, tw_poll_call, &x);
+    return x.r;
+}
+
 TW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
-    if (!tw_libc_virtual() || timeout <= 0) return tw_real.poll(fds, n, timeout);
+    if (!tw_libc_virtual() || timeout == 0) return tw_real.poll(fds, n, timeout);
+    if (tw_libc_keeper()) return tw_poll_keeper(fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
+    if (timeout < 0) return tw_real.poll(fds, n, timeout);
     uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
     if (tw_pollfds_empty(fds, n)) {
         for (nfds_t i = 0; i < n; i++) fds[i].revents = 0;
@@ -62,8 +96,10 @@ int __poll(struct pollfd *fds, nfds_t n, int timeout);
 TW_EXPORT int __poll(struct pollfd *fds, nfds_t n, int timeout) { return poll(fds, n, timeout); }
 
 TW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
-    if (!tw_libc_virtual() || !tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+    if (!tw_libc_virtual() || (tmo && (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))))
         return tw_real.ppoll(fds, n, tmo, mask);
+    if (tw_libc_keeper()) return tw_poll_keeper(fds, n, tmo ? tw_ts_ns(tmo) : -1, mask);
+    if (!tmo) return tw_real.ppoll(fds, n, tmo, mask);
     uint64_t target = tw_rel_target(tw_ts_ns(tmo));
     if (tw_pollfds_empty(fds, n)) { /* a sleep; the signal mask is not applied (see sleep.c on signals) */
         for (nfds_t i = 0; i < n; i++) fds[i].revents = 0;
@@ -103,11 +139,46 @@ static int tw_select_empty(int n, const fd_set *r, const fd_set *w, const fd_set
     return tw_fdset_empty(n, r) && tw_fdset_empty(n, w) && tw_fdset_empty(n, e);
 }
 
+/* select modifies its sets (cleared on a timeout): each slice starts from the caller's sets. */
+typedef struct { int n; fd_set *r, *w, *e; fd_set r0, w0, e0; const sigset_t *mask; int res; } tw_select_ctx;
+static int tw_select_call(void *c, int64_t rel) {
+    tw_select_ctx *x = c;
+    if (x->r) *x->r = x->r0;
+    if (x->w) *x->w = x->w0;
+    if (x->e) *x->e = x->e0;
+    struct timespec ts = tw_ns_ts(rel);
+    x->res = tw_real.pselect(x->n, x->r, x->w, x->e, &ts, x->mask);
+    return x->res != 0;
+}
+
+static int tw_select_keeper(int n, fd_set *r, fd_set *w, fd_set *e, int64_t rel_ns, const sigset_t *mask) {
+    if (rel_ns < 0) {
+        tw_libc_block_begin();
+        int rr = tw_real.pselect(n, r, w, e, NULL, mask);
+        tw_libc_block_end();
+        return rr;
+    }
+    uint64_t target = tw_rel_target(rel_ns);
+    if (tw_select_empty(n, r, w, e)) { tw_sleep_to(target); return 0; }
+    tw_select_ctx x = {.n = n, .r = r, .w = w, .e = e, .mask = mask};
+    if (r) x.r0 = *r;
+    if (w) x.w0 = *w;
+    if (e) x.e0 = *e;
+    tw_libc_keeper_wait(target, tw_select_call, &x);
+    return x.res;
+}
+
 TW_EXPORT int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
                      struct timeval *restrict tv) {
-    if (!tw_libc_virtual() || !tv || n < 0 || tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 ||
-        (tv->tv_sec == 0 && tv->tv_usec == 0))
+    if (!tw_libc_virtual() || n < 0 || n > FD_SETSIZE ||
+        (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (tv->tv_sec == 0 && tv->tv_usec == 0))))
         return tw_real.select(n, r, w, e, tv);
+    if (tw_libc_keeper()) {
+        int rr = tw_select_keeper(n, r, w, e, tv ? (int64_t)tv->tv_sec * TW_NS + (int64_t)tv->tv_usec * 1000 : -1, NULL);
+        if (tv && rr == 0) tv->tv_sec = tv->tv_usec = 0;
+        return rr;
+    }
+    if (!tv) return tw_real.select(n, r, w, e, tv);
     uint64_t target = tw_rel_target((int64_t)tv->tv_sec * TW_NS + (int64_t)tv->tv_usec * 1000);
     if (tw_select_empty(n, r, w, e)) { /* the classic portable sub-second sleep */
         tw_sleep_to(target);
@@ -127,8 +198,10 @@ TW_EXPORT int __select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *re
 
 TW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
                       const struct timespec *restrict tmo, const sigset_t *restrict mask) {
-    if (!tw_libc_virtual() || !tmo || n < 0 || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+    if (!tw_libc_virtual() || n < 0 || n > FD_SETSIZE || (tmo && (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))))
         return tw_real.pselect(n, r, w, e, tmo, mask);
+    if (tw_libc_keeper()) return tw_select_keeper(n, r, w, e, tmo ? tw_ts_ns(tmo) : -1, mask);
+    if (!tmo) return tw_real.pselect(n, r, w, e, tmo, mask);
     uint64_t target = tw_rel_target(tw_ts_ns(tmo));
     if (tw_select_empty(n, r, w, e)) { /* the mask is not applied: see sleep.c on signals */
         tw_sleep_to(target);
@@ -140,9 +213,38 @@ TW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *res
 }
 
 /* ---------------------------------------------------------------- epoll */
-/* An epoll set may be empty, but nothing cheap tells: these are always real waits. */
+/* An epoll set may be empty, but nothing cheap tells: these are always real waits. Keeper slices use
+ * epoll_pwait2 (ns timeouts) where the kernel has it, else epoll_pwait (whole milliseconds). */
+typedef struct { int epfd; struct epoll_event *ev; int max; const sigset_t *mask; int r; } tw_epoll_ctx;
+static int tw_epoll_call(void *c, int64_t rel) {
+    tw_epoll_ctx *x = c;
+    static int no_pwait2;
+    if (tw_real.epoll_pwait2 && !__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
+        struct timespec ts = tw_ns_ts(rel);
+        x->r = tw_real.epoll_pwait2(x->epfd, x->ev, x->max, &ts, x->mask);
+        if (!(x->r < 0 && errno == ENOSYS)) return x->r != 0;
+        __atomic_store_n(&no_pwait2, 1, __ATOMIC_RELAXED);
+    }
+    x->r = tw_real.epoll_pwait(x->epfd, x->ev, x->max, (int)((rel + 999999) / 1000000), x->mask);
+    return x->r != 0;
+}
+
+static int tw_epoll_keeper(int epfd, struct epoll_event *ev, int max, int64_t rel_ns, const sigset_t *mask) {
+    if (rel_ns < 0) {
+        tw_libc_block_begin();
+        int r = tw_real.epoll_pwait(epfd, ev, max, -1, mask);
+        tw_libc_block_end();
+        return r;
+    }
+    tw_epoll_ctx x = {epfd, ev, max, mask, 0};
+    tw_libc_keeper_wait(tw_rel_target(rel_ns), tw_epoll_call, &x);
+    return x.r;
+}
+
 TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout) {
-    if (!tw_libc_virtual() || timeout <= 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
+    if (!tw_libc_virtual() || timeout == 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
+    if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
+    if (timeout < 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
     uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
     int r = tw_real.epoll_wait(epfd, ev, max, timeout);
     if (r == 0) tw_libc_timed_out(target);
@@ -150,7 +252,9 @@ TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 }
 
 TW_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask) {
-    if (!tw_libc_virtual() || timeout <= 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    if (!tw_libc_virtual() || timeout == 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, mask);
+    if (timeout < 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
     uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
     int r = tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
     if (r == 0) tw_libc_timed_out(target);
@@ -160,8 +264,10 @@ TW_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 TW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
                            const sigset_t *mask) {
     if (!tw_real.epoll_pwait2) { errno = ENOSYS; return -1; }
-    if (!tw_libc_virtual() || !tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
+    if (!tw_libc_virtual() || (tmo && (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))))
         return tw_real.epoll_pwait2(epfd, ev, max, tmo, mask);
+    if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, tmo ? tw_ts_ns(tmo) : -1, mask);
+    if (!tmo) return tw_real.epoll_pwait2(epfd, ev, max, tmo, mask);
     uint64_t target = tw_rel_target(tw_ts_ns(tmo));
     int r = tw_real.epoll_pwait2(epfd, ev, max, tmo, mask);
     if (r == 0) tw_libc_timed_out(target);
@@ -169,10 +275,23 @@ TW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const stru
 }
 
 /* ---------------------------------------------------------------- signals */
+typedef struct { const sigset_t *set; siginfo_t *info; int r; } tw_sigwait_ctx;
+static int tw_sigwait_call(void *c, int64_t rel) {
+    tw_sigwait_ctx *x = c;
+    struct timespec ts = tw_ns_ts(rel);
+    x->r = tw_real.sigtimedwait(x->set, x->info, &ts);
+    return !(x->r < 0 && errno == EAGAIN);
+}
+
 TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict info,
                            const struct timespec *restrict tmo) {
     if (!tw_libc_virtual() || !tmo || !tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))
         return tw_real.sigtimedwait(set, info, tmo);
+    if (tw_libc_keeper()) {
+        tw_sigwait_ctx x = {set, info, 0};
+        if (!tw_libc_keeper_wait(tw_rel_target(tw_ts_ns(tmo)), tw_sigwait_call, &x)) { errno = EAGAIN; return -1; }
+        return x.r;
+    }
     uint64_t target = tw_rel_target(tw_ts_ns(tmo));
     int r = tw_real.sigtimedwait(set, info, tmo);
     if (r < 0 && errno == EAGAIN) tw_libc_timed_out(target);
@@ -189,6 +308,16 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
         uint64_t tw_target_;                                                                                 \
         if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))          \
             return call_with(abs);                                                                           \
+        if (tw_libc_keeper()) { /* slices of real time until an event or the keeper reaches the deadline */ \
+            tw_libc_kw_begin(tw_target_);                                                                    \
+            for (int64_t tw_slice_ = TW_SLICE_MIN_NS;; tw_slice_ = tw_libc_next_slice(tw_slice_)) {          \
+                int tw_due_ = tw_libc_kw_due(tw_target_);                                                    \
+                tw_real_abs_ = tw_libc_real_after((clk), tw_due_ ? 0 : tw_slice_);                           \
+                int tw_r_ = call_with(&tw_real_abs_);                                                        \
+                int tw_to_ = tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT);                      \
+                if (!tw_to_ || tw_due_) { tw_libc_kw_end(tw_to_, tw_target_); return tw_r_; }               \
+            }                                                                                                \
+        }                                                                                                    \
         int tw_r_ = call_with(&tw_real_abs_);                                                                \
         if (tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT)) tw_libc_timed_out(tw_target_);       \
         return tw_r_;                                                                                        \

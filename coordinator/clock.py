@@ -1,0 +1,78 @@
+"""The run's shared clock file and the time keeper's loop, driven from Python.
+
+The keeper is C (shim_c/keeper/keeper.c, libtimewarp_keeper.so) because it works on the same shared
+memory as every emulated thread; this module creates the file, runs the keeper on a thread (ctypes releases
+the GIL), and reads its state.
+"""
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import tempfile
+import threading
+import uuid
+from pathlib import Path
+
+KEEPER_LIB = "libtimewarp_keeper.so"
+
+
+class ClockError(RuntimeError):
+    """The shared clock could not be created."""
+
+
+def _shm_dir() -> Path:
+    d = Path("/dev/shm")
+    return d if d.is_dir() and os.access(d, os.W_OK) else Path(tempfile.gettempdir())
+
+
+class SharedClock:
+    """Creates the clock file, runs the keeper until close()."""
+
+    def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0):
+        self.run_id = uuid.uuid4().hex[:12]
+        self.path = str(_shm_dir() / f"timewarp-{os.getpid()}-{self.run_id}.clock")
+        lib_path = Path(lib_dir) / KEEPER_LIB
+        try:
+            self._lib = ctypes.CDLL(str(lib_path))
+        except OSError as e:
+            raise ClockError(f"cannot load the time keeper {lib_path}: {e}") from None
+        L = self._lib
+        L.tw_keeper_create.restype = ctypes.c_void_p
+        L.tw_keeper_create.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+        L.tw_keeper_close.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L.tw_keeper_abort.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        L.tw_keeper_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.c_double]
+        L.tw_keeper_status.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
+        L.tw_keeper_status.restype = ctypes.c_int
+        self._k = L.tw_keeper_create(self.path.encode(), topology.encode())
+        if not self._k:
+            err = ctypes.get_errno()
+            raise ClockError(f"cannot create the run's clock file {self.path}: {os.strerror(err) if err else 'failed'}")
+        self._stop = ctypes.c_int(0)
+        self._thread = threading.Thread(target=L.tw_keeper_run, args=(self._k, ctypes.byref(self._stop), host_speed),
+                                        name="timewarp-keeper", daemon=True)
+        self._thread.start()
+        self.abort_reason: str | None = None
+
+    def status(self) -> dict:
+        n = 1 << 16
+        while True:
+            buf = ctypes.create_string_buffer(n)
+            need = self._lib.tw_keeper_status(self._k, buf, n)
+            if need < n:
+                return json.loads(buf.value.decode())
+            n = need + 1
+
+    def abort(self, reason: str) -> None:
+        if self.abort_reason is None:
+            self.abort_reason = reason
+        self._lib.tw_keeper_abort(self._k, reason.encode()[:500])
+
+    def close(self) -> None:
+        if self._k is None:
+            return
+        self._stop.value = 1
+        self._thread.join(timeout=5)
+        self._lib.tw_keeper_close(self._k, self.path.encode())
+        self._k = None

@@ -1,0 +1,124 @@
+/* This process's side of the run-wide time keeper (tw/timekeeper.h): mapping the coordinator's clock file
+ * named by TIMEWARP_CLOCK, each thread's slot (claimed at its first clock reading, released when it ends,
+ * re-claimed in a fork child, handed to the new image across an exec), and waiting until the keeper's
+ * clock reaches a time. What a reading or a wait does to a thread's clock is vclock.c's business.
+ *
+ * Without TIMEWARP_CLOCK (a program run without `timewarp run`, the C tests) there is no keeper: time is
+ * process-local and waits jump at once, as before the coordinator existed.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "internal.h"
+#include "tw/raw_syscall.h"
+#include "tw/timekeeper.h"
+
+tw_tk_shared *tw_tk;                     /* NULL: no keeper */
+static __thread tw_tk_slot *my_slot;
+static __thread int my_slot_none;        /* the table was full, or this thread must stay out (private) */
+static pthread_key_t slot_key;
+static int64_t keeper_dead_after_ns = 5000000000ll;
+
+static int32_t gettid_raw(void) { return (int32_t)tw_sys6(SYS_gettid, 0, 0, 0, 0, 0, 0); }
+
+static void slot_destructor(void *p) {
+    tw_tk_slot *s = p;
+    if (tw_tk && s && s->tid == gettid_raw()) tw_tk_release(tw_tk, s);
+    my_slot = NULL;
+    my_slot_none = 1;
+}
+
+static void atfork_child(void) {
+    /* the child's only thread is new: its slot is claimed now, before anything could let the clock jump */
+    my_slot = NULL;
+    my_slot_none = 0;
+    if (tw_tk) (void)tw_tk_thread_slot(__atomic_load_n(&tw_tk->max_now, __ATOMIC_ACQUIRE));
+}
+
+void tw_tk_attach(int64_t *epoch_realtime, int64_t *epoch_monotonic) {
+    const char *path = getenv("TIMEWARP_CLOCK");
+    if (!path || !*path) return;
+    const char *why = NULL;
+    tw_tk_shared *k = tw_tk_map(path, &why);
+    if (!k) {
+        tw_log("TIMEWARP_CLOCK=%s: cannot join the run's clock: %s. Run the program with `timewarp run`, "
+               "or unset TIMEWARP_CLOCK for a process-local clock.", path, why);
+        _exit(70);
+    }
+    const char *d = getenv("TIMEWARP_KEEPER_TIMEOUT_S");
+    if (d && atof(d) > 0) keeper_dead_after_ns = (int64_t)(atof(d) * 1e9);
+    *epoch_realtime = k->epoch_realtime;
+    *epoch_monotonic = k->epoch_monotonic;
+    pthread_key_create(&slot_key, slot_destructor);
+    pthread_atfork(NULL, NULL, atfork_child);
+    tw_tk = k;
+}
+
+tw_tk_slot *tw_tk_thread_slot(uint64_t now) {
+    if (__builtin_expect(my_slot != NULL, 1)) return my_slot;
+    if (!tw_tk || my_slot_none) return NULL;
+    tw_tk_slot *s = tw_tk_claim(tw_tk, (int32_t)getpid(), gettid_raw(), now);
+    if (!s) {
+        my_slot_none = 1;
+        tw_log("time keeper: all %d thread slots are taken; this thread's waits will not hold the run's clock",
+               TW_TK_SLOTS);
+        return NULL;
+    }
+    my_slot = s;
+    pthread_setspecific(slot_key, s);
+    return s;
+}
+
+void tw_tk_thread_private(void) {
+    if (my_slot && tw_tk) tw_tk_release(tw_tk, my_slot);
+    my_slot = NULL;
+    my_slot_none = 1;
+}
+
+/* execve: the new image is the same thread; it finds this slot by its thread id. Called in a vfork child
+ * too, whose thread-local data is the parent's: only the shared table is touched. */
+void tw_tk_before_exec(void) {
+    if (!tw_tk) return;
+    (void)tw_tk_claim(tw_tk, (int32_t)getpid(), gettid_raw(), __atomic_load_n(&tw_tk->max_now, __ATOMIC_ACQUIRE));
+}
+
+/* posix_spawn: the child's main thread (tid = pid), before it has run anything of ours */
+void tw_tk_claim_child(pid_t pid) {
+    if (!tw_tk || pid <= 0) return;
+    (void)tw_tk_claim(tw_tk, (int32_t)pid, (int32_t)pid, __atomic_load_n(&tw_tk->max_now, __ATOMIC_ACQUIRE));
+}
+
+static void keeper_gone(void) {
+    tw_log("time keeper: the coordinator (pid %u) has not run for %.0f s: it is gone. This process goes on "
+           "with a process-local clock; its times are no longer comparable with the other processes'.",
+           tw_tk->keeper_pid, keeper_dead_after_ns / 1e9);
+    tw_tk = NULL;
+    my_slot = NULL;
+}
+
+int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
+    s->deadline = t;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, state, __ATOMIC_RELEASE);
+    tw_tk_shared *k = tw_tk;
+    for (;;) {
+        uint32_t g0 = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
+        if (tw_tk_advance(k) >= t) return 0;
+        if (__atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return -1;
+        int64_t beat = (int64_t)__atomic_load_n(&k->keeper_beat, __ATOMIC_ACQUIRE);
+        if (tw_tk_real_ns() - beat > keeper_dead_after_ns) { keeper_gone(); return -1; }
+        tw_tk_futex_wait(k, g0, 2000000);
+    }
+}
+
+int tw_tk_due(uint64_t t) {
+    tw_tk_shared *k = tw_tk;
+    if (!k) return 1;
+    if (tw_tk_advance(k) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
+    int64_t beat = (int64_t)__atomic_load_n(&k->keeper_beat, __ATOMIC_ACQUIRE);
+    if (tw_tk_real_ns() - beat > keeper_dead_after_ns) { keeper_gone(); return 1; }
+    return 0;
+}

@@ -1,0 +1,197 @@
+/* Operations on the time keeper's shared state (tw/timekeeper.h): creating and mapping the file, slots,
+ * the Lamport clock, advancing the keeper's clock, futex waits and wake-ups, abort.
+ *
+ * Compiled into libtimewarp.so and into the coordinator's keeper library: it uses raw system calls only,
+ * never a libc function that the shim interposes (clock_gettime, syscall, futex waits).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tw/raw_syscall.h"
+#include "tw/timekeeper.h"
+
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define STORE(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+
+size_t tw_tk_size(void) { return (sizeof(tw_tk_shared) + 4095) & ~(size_t)4095; }
+
+int64_t tw_tk_real_ns(void) {
+    struct timespec ts;
+    tw_sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
+}
+
+tw_tk_shared *tw_tk_create(const char *path, int64_t epoch_realtime, int64_t epoch_monotonic) {
+    int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return NULL;
+    size_t n = tw_tk_size();
+    if (ftruncate(fd, (off_t)n) != 0) { int e = errno; close(fd); unlink(path); errno = e; return NULL; }
+    void *p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    int e = errno;
+    close(fd);
+    if (p == MAP_FAILED) { unlink(path); errno = e; return NULL; }
+    tw_tk_shared *k = p;   /* the file starts zeroed */
+    k->version = TW_TK_VERSION;
+    k->nslots = TW_TK_SLOTS;
+    k->epoch_realtime = epoch_realtime;
+    k->epoch_monotonic = epoch_monotonic;
+    k->keeper_pid = (uint32_t)getpid();
+    STORE(&k->keeper_beat, (uint64_t)tw_tk_real_ns());
+    STORE(&k->magic, TW_TK_MAGIC);
+    return k;
+}
+
+tw_tk_shared *tw_tk_map(const char *path, const char **why) {
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    if (fd < 0) { *why = errno == ENOENT ? "the file does not exist (is the coordinator running?)" : strerror(errno); return NULL; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || (size_t)st.st_size < tw_tk_size()) {
+        close(fd);
+        *why = "the file is too small to be a time keeper file";
+        return NULL;
+    }
+    void *p = mmap(NULL, tw_tk_size(), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) { *why = strerror(errno); return NULL; }
+    tw_tk_shared *k = p;
+    if (LOAD(&k->magic) != TW_TK_MAGIC || k->version != TW_TK_VERSION) {
+        munmap(p, tw_tk_size());
+        *why = "not a time keeper file of this timewarp version";
+        return NULL;
+    }
+    return k;
+}
+
+tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t clock) {
+    uint32_t hi = LOAD(&k->hiwater);
+    tw_tk_slot *s = NULL;
+    for (uint32_t i = 0; i < hi && !s; i++)   /* the slot this thread already has (claimed before an exec) */
+        if (LOAD(&k->slots[i].tid) == tid) s = &k->slots[i];
+    for (uint32_t i = 0; !s && i < k->nslots; i++) {
+        int32_t zero = 0;
+        if (LOAD(&k->slots[i].tid) == 0 &&
+            __atomic_compare_exchange_n(&k->slots[i].tid, &zero, tid, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            s = &k->slots[i];
+            uint32_t h = LOAD(&k->hiwater);
+            while (h < i + 1 && !__atomic_compare_exchange_n(&k->hiwater, &h, i + 1, 1, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {}
+        }
+    }
+    if (!s) return NULL;
+    s->pid = pid;
+    s->ext = 0;
+    STORE(&s->clock, clock);
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    STORE(&s->state, TW_SLOT_RUN);
+    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+    return s;
+}
+
+void tw_tk_release(tw_tk_shared *k, tw_tk_slot *s) {
+    STORE(&s->state, TW_SLOT_FREE);
+    STORE(&s->tid, 0);
+    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+    tw_tk_advance(k);   /* a thread that ends may have held the clock back */
+}
+
+uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t) {
+    uint64_t g = __atomic_load_n(&k->max_now, __ATOMIC_RELAXED);
+    while (g < t && !__atomic_compare_exchange_n(&k->max_now, &g, t, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {}
+    return g < t ? t : g;
+}
+
+static void futex_wake(uint32_t *w) {
+    tw_sys6(SYS_futex, (long)w, FUTEX_WAKE, INT_MAX, 0, 0, 0);
+}
+
+void tw_tk_wake_all(tw_tk_shared *k) {
+    __atomic_add_fetch(&k->gen, 1, __ATOMIC_ACQ_REL);
+    if (LOAD(&k->sleepers)) futex_wake(&k->gen);
+}
+
+void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000ll), (long)(timeout_ns % 1000000000ll)};
+    __atomic_add_fetch(&k->sleepers, 1, __ATOMIC_ACQ_REL);
+    if (LOAD(&k->gen) == seen) tw_sys6(SYS_futex, (long)&k->gen, FUTEX_WAIT, (long)seen, (long)&ts, 0, 0);
+    __atomic_sub_fetch(&k->sleepers, 1, __ATOMIC_ACQ_REL);
+}
+
+/* The minimum over running clocks and waiting deadlines; *running says whether a running thread set it. */
+static uint64_t scan(tw_tk_shared *k, int *running) {
+    uint64_t lo = UINT64_MAX;
+    *running = 0;
+    uint32_t hi = LOAD(&k->hiwater);
+    for (uint32_t i = 0; i < hi; i++) {
+        tw_tk_slot *s = &k->slots[i];
+        if (!LOAD(&s->tid)) continue;
+        uint64_t c;
+        switch (LOAD(&s->state)) {
+        case TW_SLOT_RUN: {
+            c = LOAD(&s->clock);
+            uint64_t x = LOAD(&s->ext);
+            if (x > c) c = x;
+            if (c < lo) *running = 1;
+            break;
+        }
+        case TW_SLOT_SLEEP:
+        case TW_SLOT_TWAIT: c = LOAD(&s->deadline); if (c < lo) *running = 0; break;
+        default: continue;   /* FREE, BLOCK, LOST: nothing it does can come before it is woken */
+        }
+        if (c < lo) lo = c;
+    }
+    return lo;
+}
+
+/* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has
+ * just woken but that the kernel has not yet run: before jumping, let the table settle (no state change
+ * during a short real pause, yielding the CPU), else look again. */
+#define SETTLE_NS 20000
+#define SETTLE_TRIES 8
+
+uint64_t tw_tk_advance(tw_tk_shared *k) {
+    uint64_t g = LOAD(&k->safe);
+    int running;
+    uint64_t lo = scan(k, &running);
+    for (int i = 0; !running && lo != UINT64_MAX && lo > g && i < SETTLE_TRIES; i++) {
+        uint64_t c0 = LOAD(&k->changes);
+        int64_t until = tw_tk_real_ns() + SETTLE_NS;
+        while (LOAD(&k->changes) == c0 && tw_tk_real_ns() < until) tw_sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        if (LOAD(&k->changes) == c0) break;
+        lo = scan(k, &running);
+        g = LOAD(&k->safe);
+    }
+    if (lo == UINT64_MAX || lo <= g) return g;
+    while (g < lo && !__atomic_compare_exchange_n(&k->safe, &g, lo, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+    if (g < lo) {
+        if (!running) __atomic_add_fetch(&k->jumps, 1, __ATOMIC_RELAXED);
+        tw_tk_wake_all(k);
+        return lo;
+    }
+    return g;
+}
+
+void tw_tk_abort(tw_tk_shared *k, const char *reason) {
+    uint32_t zero = 0;
+    if (__atomic_compare_exchange_n(&k->aborted, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        snprintf(k->abort_reason, sizeof k->abort_reason, "%s", reason);
+    tw_tk_wake_all(k);
+}
+
+void tw_tk_coll_lock(tw_tk_shared *k) {
+    uint32_t zero = 0;
+    while (!__atomic_compare_exchange_n(&k->coll_lock, &zero, 1, 0, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED)) {
+        zero = 0;
+        tw_sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+    }
+}
+
+void tw_tk_coll_unlock(tw_tk_shared *k) { __atomic_store_n(&k->coll_lock, 0, __ATOMIC_RELEASE); }

@@ -1,0 +1,131 @@
+/* The time keeper's shared state: one virtual clock for every process of a run.
+ *
+ * The coordinator (coordinator/, in the `timewarp run` process) creates a file in /dev/shm holding this
+ * layout and names it in TIMEWARP_CLOCK; every emulated process maps it at start-up. It holds:
+ * - the run's virtual epoch (every process reads time from the same origin);
+ * - `max_now`: the highest virtual time any thread has reached (a Lamport clock: a thread that wakes
+ *   because another acted starts no earlier than that);
+ * - `safe`: the time keeper's clock, the earliest time at which any thread of any process could still act
+ *   (the minimum over running threads' clocks and waiting threads' deadlines). A thread waiting for virtual
+ *   time t (a sleep, a timed-out wait, a GPU completion) proceeds once safe >= t: the clock jumps only when
+ *   no thread can act earlier;
+ * - one slot per thread that has read the clock or waited: its state, clock and deadline;
+ * - the collective rendezvous table (NCCL across processes);
+ * - the abort flag: a participant died; waiting threads return an error instead of hanging.
+ *
+ * Slot states: RUN (running; its clock is its last reading, or the keeper's extrapolation by its CPU time),
+ * SLEEP (only time wakes it: sleeps and GPU waits, until `deadline`), TWAIT (a wait with a deadline that an
+ * event can end early), BLOCK (a wait without deadline), LOST (the keeper saw it blocked in a call the shim
+ * does not know; it counts as BLOCK until its next reading).
+ *
+ * Shared by libtimewarp.so (core/timekeeper.c, core/tk_shared.c) and the keeper library the coordinator
+ * loads (keeper/keeper.c, core/tk_shared.c). Nothing here may depend on the rest of the core.
+ */
+#ifndef TW_TIMEKEEPER_H
+#define TW_TIMEKEEPER_H
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_TK_MAGIC 0x316b63776b747774ull /* "twtkwck1" */
+#define TW_TK_VERSION 1
+#define TW_TK_SLOTS 2048
+#define TW_TK_COLLS 256
+#define TW_TK_MAX_RANKS 64
+
+enum { TW_SLOT_FREE = 0, TW_SLOT_RUN = 1, TW_SLOT_SLEEP = 2, TW_SLOT_TWAIT = 3, TW_SLOT_BLOCK = 4, TW_SLOT_LOST = 5 };
+
+typedef struct tw_tk_slot {
+    int32_t tid;            /* 0: free */
+    int32_t pid;
+    uint32_t state;
+    uint32_t flags;
+    uint64_t clock;         /* virtual time at the thread's last reading */
+    uint64_t deadline;      /* SLEEP / TWAIT: virtual time it waits for */
+    uint64_t cpu;           /* the thread's CPU time (ns) at that reading, for the keeper's extrapolation */
+    uint64_t seq;           /* bumped at every reading and state change */
+    uint64_t ext;           /* the keeper's extrapolation of a running thread's clock (0: none) */
+    uint64_t pad;
+} tw_tk_slot;               /* 64 bytes: one cache line */
+
+/* A collective (or a send/recv pair, or a communicator's creation) being matched across ranks. */
+enum { TW_COLL_FREE = 0, TW_COLL_OPEN = 1, TW_COLL_DONE = 2 };
+typedef struct tw_tk_coll {
+    uint64_t key;           /* communicator id mixed with the operation's sequence number (0: free) */
+    uint32_t state;
+    uint32_t nranks;
+    uint32_t arrived;       /* ranks that posted */
+    uint32_t left;          /* ranks that read the result */
+    int32_t kind;
+    int32_t pad;
+    uint64_t end;           /* completion time, once all arrived */
+    int32_t pid[TW_TK_MAX_RANKS];
+    uint64_t arrival[TW_TK_MAX_RANKS];   /* when each rank's operation could start */
+    int64_t bytes[TW_TK_MAX_RANKS];      /* each rank's argument: buffer bytes, or a split's color/key */
+    int32_t gpu[TW_TK_MAX_RANKS];        /* each rank's physical GPU on the virtual cluster */
+} tw_tk_coll;
+
+typedef struct tw_tk_shared {
+    uint64_t magic;
+    uint32_t version, nslots;
+    int64_t epoch_realtime, epoch_monotonic;   /* wall clocks at virtual time 0 */
+    uint64_t max_now;        /* Lamport clock: the highest time any thread reached */
+    uint64_t safe;           /* the time keeper's clock */
+    uint32_t gen;            /* futex word: bumped when `safe` advances, a collective completes, or on abort */
+    uint32_t sleepers;       /* threads waiting on `gen` */
+    uint32_t hiwater;        /* slots [0, hiwater) may be in use */
+    uint32_t keeper_pid;
+    uint64_t keeper_beat;    /* real ns (CLOCK_MONOTONIC) of the keeper's last pass: the coordinator is alive */
+    uint32_t aborted;
+    uint32_t coll_lock;      /* spin lock of the collective table (held for a few instructions) */
+    uint64_t jumps;          /* times `safe` moved to a deadline with no thread running (statistics) */
+    uint64_t changes;        /* bumped at every slot state change: a jump waits until this settles */
+    char abort_reason[512];
+    char topology[1024];     /* the cluster description (TIMEWARP_TOPOLOGY format) */
+    tw_tk_coll colls[TW_TK_COLLS];
+    tw_tk_slot slots[TW_TK_SLOTS];
+} tw_tk_shared;
+
+/* ---- tk_shared.c: operations on the shared state, for the core and the keeper alike */
+size_t tw_tk_size(void);
+/* Create (O_EXCL) and initialise the file at path; returns the mapping or NULL (errno set). */
+tw_tk_shared *tw_tk_create(const char *path, int64_t epoch_realtime, int64_t epoch_monotonic);
+/* Map an existing file; NULL with *why set when it is missing or not a time keeper file. */
+tw_tk_shared *tw_tk_map(const char *path, const char **why);
+/* Take the slot of thread tid (the one it already has, or a free one); NULL when the table is full. */
+tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t clock);
+void tw_tk_release(tw_tk_shared *k, tw_tk_slot *s);
+/* Raise `max_now` to at least t; returns the new value. */
+uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t);
+/* Move `safe` as far as it may go (the minimum over running clocks and waiting deadlines) and wake the
+ * waiters; returns `safe`. */
+uint64_t tw_tk_advance(tw_tk_shared *k);
+/* Wake every thread waiting on `gen` (a collective completed, an abort). */
+void tw_tk_wake_all(tw_tk_shared *k);
+/* Wait on `gen` while it still equals seen, at most timeout_ns of real time. */
+void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns);
+void tw_tk_abort(tw_tk_shared *k, const char *reason);
+/* Real CLOCK_MONOTONIC in ns (never the virtual one). */
+int64_t tw_tk_real_ns(void);
+void tw_tk_coll_lock(tw_tk_shared *k);
+void tw_tk_coll_unlock(tw_tk_shared *k);
+
+/* ---- timekeeper.c and vclock.c: this process's side (libtimewarp.so only) */
+extern tw_tk_shared *tw_tk;    /* NULL: no time keeper, process-local time */
+void tw_tk_attach(int64_t *epoch_realtime, int64_t *epoch_monotonic);
+tw_tk_slot *tw_tk_thread_slot(uint64_t now);   /* the calling thread's slot, claimed on first use */
+void tw_tk_thread_private(void);               /* this thread stays out of the keeper (host-function thread) */
+void tw_tk_before_exec(void);
+/* Put slot s in state (SLEEP or TWAIT) with deadline t and wait until the keeper's clock reaches t;
+ * -1 when the run was aborted or the coordinator is gone. */
+int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state);
+/* Whether the keeper's clock has reached t (advancing it if it can). */
+int tw_tk_due(uint64_t t);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

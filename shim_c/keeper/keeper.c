@@ -1,0 +1,170 @@
+/* The time keeper's own loop, run by the coordinator (coordinator/clock.py loads this library with ctypes
+ * and calls tw_keeper_run on a thread of the `timewarp run` process).
+ *
+ * Threads move the keeper's clock themselves when they wait (core/tk_shared.c: tw_tk_advance). The keeper
+ * does what no emulated thread can:
+ * - a thread marked running that has not read the clock for a while is looked up in /proc: computing
+ *   ('R'), its clock is extrapolated by the CPU time it has used since (so waiters are released at the
+ *   rate it really progresses); sleeping in the kernel in a call the shim does not interpose (read,
+ *   accept, waitpid, a contended mutex), it is marked LOST, i.e. idle until it runs again;
+ * - slots of threads and processes that ended without releasing them (killed, _exit) are freed;
+ * - it beats: processes that see no beat for several seconds know the coordinator is gone.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tw/timekeeper.h"
+
+#define EXPORT __attribute__((visibility("default")))
+#define LOAD(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
+
+/* a running slot is looked at once its clock has not moved for this long (real time) */
+#define STALE_NS 1000000ll
+
+static uint64_t last_seq[TW_TK_SLOTS];
+static int64_t last_move[TW_TK_SLOTS];
+
+EXPORT tw_tk_shared *tw_keeper_create(const char *path, const char *topology) {
+    struct timespec r, m;
+    clock_gettime(CLOCK_REALTIME, &r);
+    clock_gettime(CLOCK_MONOTONIC, &m);
+    tw_tk_shared *k = tw_tk_create(path, (int64_t)r.tv_sec * 1000000000ll + r.tv_nsec,
+                                   (int64_t)m.tv_sec * 1000000000ll + m.tv_nsec);
+    if (k && topology) snprintf(k->topology, sizeof k->topology, "%s", topology);
+    return k;
+}
+
+EXPORT void tw_keeper_close(tw_tk_shared *k, const char *path) {
+    if (k) munmap(k, tw_tk_size());
+    if (path) unlink(path);
+}
+
+EXPORT void tw_keeper_abort(tw_tk_shared *k, const char *reason) { tw_tk_abort(k, reason); }
+
+/* '\0' when the thread no longer exists, else its state letter (R, S, D, T, t, Z, ...) */
+static char thread_state(int32_t pid, int32_t tid, uint64_t *cpu_ns) {
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return '\0';
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return '\0';
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    if (!p || p[1] != ' ') return '\0';
+    char st = p[2];
+    if (cpu_ns) {
+        *cpu_ns = 0;
+        snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
+        fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            n = read(fd, buf, sizeof buf - 1);
+            close(fd);
+            if (n > 0) { buf[n] = '\0'; *cpu_ns = strtoull(buf, NULL, 10); }
+        }
+    }
+    return st;
+}
+
+static int64_t now_ns(void) { return tw_tk_real_ns(); }
+
+/* One pass over the table; returns the number of threads waiting on the clock. */
+static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
+    int waiting = 0;
+    uint32_t hi = LOAD(&k->hiwater);
+    for (uint32_t i = 0; i < hi; i++) {
+        tw_tk_slot *s = &k->slots[i];
+        int32_t tid = LOAD(&s->tid);
+        if (!tid) continue;
+        uint32_t st = LOAD(&s->state);
+        uint64_t seq = LOAD(&s->seq);
+        if (seq != last_seq[i]) { last_seq[i] = seq; last_move[i] = t; }
+        if (st == TW_SLOT_SLEEP || st == TW_SLOT_TWAIT) waiting++;
+        int stale = t - last_move[i] > STALE_NS;
+        if (!stale) continue;
+        if (st != TW_SLOT_RUN) {
+            /* an idle thread: only check now and then that it still exists */
+            if (t - last_move[i] < 200 * STALE_NS || (i + (uint32_t)(t >> 20)) % 64) continue;
+        }
+        uint64_t cpu = 0;
+        char c = thread_state(s->pid, tid, st == TW_SLOT_RUN ? &cpu : NULL);
+        if (c == '\0' || c == 'Z' || c == 'X') {   /* gone without releasing its slot */
+            int32_t expect = tid;
+            if (__atomic_compare_exchange_n(&s->tid, &expect, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                __atomic_store_n(&s->state, TW_SLOT_FREE, __ATOMIC_RELEASE);
+                __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+            }
+            continue;
+        }
+        if (st != TW_SLOT_RUN) continue;
+        if (c == 'R') {
+            uint64_t base = LOAD(&s->cpu);
+            if (cpu > base) {
+                uint64_t x = LOAD(&s->clock) + (uint64_t)((double)(cpu - base) * host_speed);
+                __atomic_store_n(&s->ext, x, __ATOMIC_RELEASE);
+            }
+        } else {
+            uint32_t expect = TW_SLOT_RUN;
+            if (LOAD(&s->seq) == seq &&
+                __atomic_compare_exchange_n(&s->state, &expect, TW_SLOT_LOST, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+        }
+    }
+    return waiting;
+}
+
+/* Runs until *stop becomes non-zero. */
+EXPORT void tw_keeper_run(tw_tk_shared *k, volatile int *stop, double host_speed) {
+    if (host_speed <= 0) host_speed = 1.0;
+    while (!*stop) {
+        int64_t t = now_ns();
+        __atomic_store_n(&k->keeper_beat, (uint64_t)t, __ATOMIC_RELEASE);
+        int waiting = pass(k, host_speed, t);
+        tw_tk_advance(k);
+        struct timespec ts = {0, waiting || LOAD(&k->sleepers) ? 300000 : 2000000};
+        nanosleep(&ts, NULL);
+    }
+}
+
+static const char *state_name(uint32_t st) {
+    switch (st) {
+    case TW_SLOT_RUN: return "run";
+    case TW_SLOT_SLEEP: return "sleep";
+    case TW_SLOT_TWAIT: return "timed-wait";
+    case TW_SLOT_BLOCK: return "blocked";
+    case TW_SLOT_LOST: return "blocked-unknown";
+    default: return "free";
+    }
+}
+
+/* A JSON snapshot of the keeper's state; returns the length it needed (the output is cut at len). */
+EXPORT int tw_keeper_status(tw_tk_shared *k, char *buf, int len) {
+    int n = 0;
+#define OUT(...) do { int w_ = snprintf(buf + (n < len ? n : len), n < len ? (size_t)(len - n) : 0, __VA_ARGS__); n += w_ > 0 ? w_ : 0; } while (0)
+    OUT("{\"safe_ns\": %llu, \"max_now_ns\": %llu, \"jumps\": %llu, \"aborted\": %u, \"threads\": [",
+        (unsigned long long)LOAD(&k->safe), (unsigned long long)LOAD(&k->max_now),
+        (unsigned long long)LOAD(&k->jumps), LOAD(&k->aborted));
+    uint32_t hi = LOAD(&k->hiwater);
+    int first = 1;
+    for (uint32_t i = 0; i < hi; i++) {
+        tw_tk_slot *s = &k->slots[i];
+        int32_t tid = LOAD(&s->tid);
+        if (!tid) continue;
+        OUT("%s{\"pid\": %d, \"tid\": %d, \"state\": \"%s\", \"clock_ns\": %llu, \"deadline_ns\": %llu}",
+            first ? "" : ", ", s->pid, tid, state_name(LOAD(&s->state)), (unsigned long long)LOAD(&s->clock),
+            (unsigned long long)LOAD(&s->deadline));
+        first = 0;
+    }
+    OUT("]}");
+#undef OUT
+    return n;
+}

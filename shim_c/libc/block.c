@@ -1,0 +1,39 @@
+/* Waits without a deadline, under `timewarp run`: pthread_cond_wait, sem_wait, pthread_join (poll, select,
+ * epoll and futex waits without timeout are in wait.c and syscall.c). Such a wait cannot end by time, so
+ * the thread tells the run's time keeper it is idle (it no longer holds the clock back) and, woken, resumes
+ * no earlier than anything that happened anywhere (what woke it among it). Without a keeper they pass
+ * through untouched.
+ *
+ * A thread blocked in a call not interposed here (read, accept, waitpid, a contended mutex) is found by the
+ * keeper itself (coordinator: a running thread that stopped reading the clock and sleeps in the kernel).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+
+#include "tw_libc.h"
+
+TW_EXPORT int pthread_cond_wait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex) {
+    if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.cond_wait(cond, mutex);
+    tw_libc_block_begin();
+    int r = tw_real.cond_wait(cond, mutex);
+    tw_libc_block_end();
+    return r;
+}
+
+TW_EXPORT int sem_wait(sem_t *sem) {
+    if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.sem_wait(sem);
+    tw_libc_block_begin();
+    int r = tw_real.sem_wait(sem);
+    tw_libc_block_end();
+    return r;
+}
+
+TW_EXPORT int pthread_join(pthread_t th, void **ret) {
+    if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.join(th, ret);
+    tw_libc_block_begin();
+    int r = tw_real.join(th, ret);
+    tw_libc_block_end();
+    return r;
+}
