@@ -147,6 +147,7 @@ uint64_t tw_stream_id(const tw_stream *s) { return s->id; }
 tw_capture *tw_stream_capture(const tw_stream *s) { return s->cap; }
 void tw_stream_set_capture(tw_stream *s, tw_capture *c) { s->cap = c; }
 int tw_stream_is_legacy(const tw_stream *s) { return s->legacy; }
+int tw_stream_capturing(tw_stream *s) { return s->cap != NULL; }
 
 /* Place an operation of duration dur on s, issued by the host at virtual time host: returns its start
  * and updates the timelines. Called with the lock held. */
@@ -161,6 +162,16 @@ static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_o
     if (blocking || s->legacy) { if (end > D->blocking_tail) D->blocking_tail = end; }
     if (end > D->max_tail) D->max_tail = end;
     *end_out = end;
+    return start;
+}
+
+uint64_t tw_stream_ready_at(tw_stream *s, uint64_t host) {
+    TW_LOCK();
+    tw_device_state *D = &tw_devices[s->dev];
+    uint64_t start = s->tail > host ? s->tail : host;
+    if (s->legacy) { if (D->blocking_tail > start) start = D->blocking_tail; }
+    else if (!(s->flags & STREAM_NONBLOCKING) && D->legacy->tail > start) start = D->legacy->tail;
+    TW_UNLOCK();
     return start;
 }
 

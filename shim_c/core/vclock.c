@@ -22,6 +22,8 @@
 /* The highest time any thread reached: this process's own, or the run's (the time keeper's max_now) */
 static _Atomic uint64_t local_now;
 static _Atomic uint64_t *process_now = &local_now;
+/* The highest time any thread of this process reached (== *process_now without a time keeper) */
+static _Atomic uint64_t own_max;
 static __thread uint64_t thread_now;
 static __thread uint64_t thread_cpu_last;
 static __thread int thread_started;
@@ -81,9 +83,13 @@ void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns) {
 }
 
 static inline void publish(uint64_t t) {
+    uint64_t o = atomic_load_explicit(&own_max, memory_order_relaxed);
+    while (o < t && !atomic_compare_exchange_weak_explicit(&own_max, &o, t, memory_order_relaxed, memory_order_relaxed)) {}
     uint64_t g = atomic_load_explicit(process_now, memory_order_relaxed);
     while (g < t && !atomic_compare_exchange_weak_explicit(process_now, &g, t, memory_order_relaxed, memory_order_relaxed)) {}
 }
+
+void tw_clock_forget_cpu(void) { thread_cpu_last = tw_thread_cpu_ns(); }
 
 /* Work the emulator itself does on the program's thread (the PyTorch shadow of small results) is not
  * charged: while paused, a reading does not add CPU time, and resuming drops what was spent. */
@@ -212,12 +218,17 @@ void tw_tk_block_begin(void) {
     tw_tk_advance(tw_tk);  /* this thread no longer holds the clock back */
 }
 
-/* End of a TWAIT or BLOCK wait. Timed out: the thread resumes at its deadline. Woken by an event: no
- * earlier than anything that happened anywhere (the event's cause among it). */
-void tw_tk_wake(int timed_out, uint64_t deadline) {
+/* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken
+ * by another thread of this process (TW_WAKE_LOCAL: a private condvar, lock or futex): no earlier than
+ * anything this process did. Woken by something that may come from another process (TW_WAKE_ANY: a
+ * descriptor, a shared semaphore): no earlier than anything that happened anywhere. The distinction keeps
+ * processes that run side by side from dragging each other's clocks forward at every lock hand-over. */
+void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
-    uint64_t t = timed_out ? deadline : atomic_load_explicit(process_now, memory_order_acquire);
+    uint64_t t = how == TW_WAKE_TIMEOUT ? deadline
+               : how == TW_WAKE_LOCAL ? atomic_load_explicit(&own_max, memory_order_acquire)
+               : atomic_load_explicit(process_now, memory_order_acquire);
     resume_at(s, t);
 }
 

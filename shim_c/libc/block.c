@@ -14,11 +14,13 @@
 
 #include "tw_libc.h"
 
+int tw_sem_wake(const sem_t *sem);  /* wait.c */
+
 TW_EXPORT int pthread_cond_wait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex) {
     if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.cond_wait(cond, mutex);
     tw_libc_block_begin();
     int r = tw_real.cond_wait(cond, mutex);
-    tw_libc_block_end();
+    tw_libc_block_end((__atomic_load_n(&cond->__data.__wrefs, __ATOMIC_RELAXED) & 1) ? TW_WAKE_ANY : TW_WAKE_LOCAL);
     return r;
 }
 
@@ -26,7 +28,7 @@ TW_EXPORT int sem_wait(sem_t *sem) {
     if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.sem_wait(sem);
     tw_libc_block_begin();
     int r = tw_real.sem_wait(sem);
-    tw_libc_block_end();
+    tw_libc_block_end(tw_sem_wake(sem));
     return r;
 }
 
@@ -34,6 +36,6 @@ TW_EXPORT int pthread_join(pthread_t th, void **ret) {
     if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.join(th, ret);
     tw_libc_block_begin();
     int r = tw_real.join(th, ret);
-    tw_libc_block_end();
+    tw_libc_block_end(TW_WAKE_LOCAL);
     return r;
 }

@@ -235,7 +235,7 @@ __attribute__((weak)) int tw_tk_on(void) { return 0; }
 __attribute__((weak)) void tw_tk_twait_begin(uint64_t deadline) { (void)deadline; }
 __attribute__((weak)) void tw_tk_block_begin(void) {}
 __attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 1; }
-__attribute__((weak)) void tw_tk_wake(int timed_out, uint64_t deadline) { (void)timed_out; (void)deadline; }
+__attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
 __attribute__((weak)) void tw_tk_before_exec(void) {}
 
 int tw_libc_keeper(void) {
@@ -264,21 +264,21 @@ int tw_libc_kw_due(uint64_t target) {
     return due;
 }
 
-void tw_libc_kw_end(int timed_out, uint64_t target) {
+void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
     int saved = errno;
     tw_libc_depth++;
-    tw_tk_wake(timed_out, target);
+    tw_tk_wake(timed_out ? TW_WAKE_TIMEOUT : wake, target);
     tw_libc_depth--;
     if (timed_out && target > tw_libc_last) tw_libc_last = target;
     errno = saved;
 }
 
-int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx) {
+int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) {
     tw_libc_kw_begin(target);
     for (int64_t slice = TW_SLICE_MIN_NS;; slice = tw_libc_next_slice(slice)) {
         int due = tw_libc_kw_due(target);
         int r = call(ctx, due ? 0 : slice);
-        if (r || due) { tw_libc_kw_end(!r, target); return r; }
+        if (r || due) { tw_libc_kw_end(!r, target, wake); return r; }
     }
 }
 
@@ -290,10 +290,10 @@ void tw_libc_block_begin(void) {
     errno = saved;
 }
 
-void tw_libc_block_end(void) {
+void tw_libc_block_end(int wake) {
     int saved = errno;
     tw_libc_depth++;
-    tw_tk_wake(0, 0);
+    tw_tk_wake(wake, 0);
     tw_libc_depth--;
     errno = saved;
 }

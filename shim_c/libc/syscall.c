@@ -40,7 +40,7 @@ static long tw_syscall_abs_wait(clockid_t clk, long nr, long a1, long a2, long a
             real_abs = tw_libc_real_after(clk, due ? 0 : slice);
             long r = tw_real_syscall(nr, a1, a2, a3, (long)&real_abs, a5, a6);
             int to = r == -1 && errno == ETIMEDOUT;
-            if (!to || due) { tw_libc_kw_end(to, target); return r; }
+            if (!to || due) { tw_libc_kw_end(to, target, (nr == SYS_futex && (a2 & FUTEX_PRIVATE_FLAG)) ? TW_WAKE_LOCAL : TW_WAKE_ANY); return r; }
         }
     }
     long r = tw_real_syscall(nr, a1, a2, a3, (long)&real_abs, a5, a6);
@@ -53,7 +53,7 @@ static long tw_futex_block(long a1, long a2, long a3, long a4, long a5, long a6)
     if (!tw_libc_keeper()) return tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
     tw_libc_block_begin();
     long r = tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
-    tw_libc_block_end();
+    tw_libc_block_end((a2 & FUTEX_PRIVATE_FLAG) ? TW_WAKE_LOCAL : TW_WAKE_ANY);
     return r;
 }
 
@@ -82,7 +82,8 @@ static long tw_futex(long a1, long a2, long a3, long a4, long a5, long a6) {
         if (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0)) break;
         if (tw_libc_keeper()) {
             tw_futex_ctx x = {a1, a2, a3, a5, a6, 0};
-            if (!tw_libc_keeper_wait(tw_rel_futex_target(tmo), tw_futex_call, &x)) { errno = ETIMEDOUT; return -1; }
+            if (!tw_libc_keeper_wait(tw_rel_futex_target(tmo), tw_futex_call, &x,
+                                     (a2 & FUTEX_PRIVATE_FLAG) ? TW_WAKE_LOCAL : TW_WAKE_ANY)) { errno = ETIMEDOUT; return -1; }
             return x.r;
         }
         uint64_t target = (uint64_t)tw_add_sat((int64_t)tw_libc_now(), tw_ts_ns(tmo));

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "tw/core.h"
+#include "tw/timekeeper.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,7 +37,7 @@ int tw_tk_on(void);
 void tw_tk_twait_begin(uint64_t deadline);
 void tw_tk_block_begin(void);
 int tw_tk_due(uint64_t deadline);
-void tw_tk_wake(int timed_out, uint64_t deadline);
+void tw_tk_wake(int how, uint64_t deadline);
 void tw_tk_before_exec(void);
 
 /* ---------------------------------------------------------------- internal to shim_c/libc/ */
@@ -141,9 +142,10 @@ int tw_libc_keeper(void) TW_HIDDEN;
 /* A wait with virtual deadline target that an event can end, through the time keeper: the real call is
  * made in short real slices, call(ctx, rel_ns) with a relative timeout (0: a non-blocking check), until it
  * reports an event (returns non-zero: 1) or the keeper's clock reaches the deadline (returns 0: timed out,
- * the thread's clock is at the deadline). Preserves errno of the last call. */
+ * the thread's clock is at the deadline). wake: TW_WAKE_LOCAL when only this process's threads can end
+ * the wait, else TW_WAKE_ANY (tw_tk_wake). Preserves errno of the last call. */
 typedef int (*tw_libc_wait_fn)(void *ctx, int64_t rel_ns);
-int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx) TW_HIDDEN;
+int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) TW_HIDDEN;
 /* Its parts, for callers that loop themselves: announce, ask whether due, end (timed out or woken).
  * Real-time slices start at TW_SLICE_MIN_NS (a deadline about due is noticed quickly) and double up to
  * TW_SLICE_MAX_NS (a long wait costs at most a few wake-ups per millisecond). */
@@ -151,12 +153,12 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx) TW_HID
 #define TW_SLICE_MAX_NS 2000000
 void tw_libc_kw_begin(uint64_t target) TW_HIDDEN;
 int tw_libc_kw_due(uint64_t target) TW_HIDDEN;
-void tw_libc_kw_end(int timed_out, uint64_t target) TW_HIDDEN;
+void tw_libc_kw_end(int timed_out, uint64_t target, int wake) TW_HIDDEN;
 int64_t tw_libc_next_slice(int64_t slice) TW_HIDDEN;
 /* Around a wait without deadline: the thread no longer holds the clock back; woken, it resumes no earlier
  * than anything that happened. Preserve errno. */
 void tw_libc_block_begin(void) TW_HIDDEN;
-void tw_libc_block_end(void) TW_HIDDEN;
+void tw_libc_block_end(int wake) TW_HIDDEN;
 /* A real absolute deadline rel_ns from now on clock clk. */
 struct timespec tw_libc_real_after(clockid_t clk, int64_t rel_ns) TW_HIDDEN;
 

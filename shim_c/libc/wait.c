@@ -63,7 +63,7 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
     if (rel_ns < 0) {   /* no timeout */
         tw_libc_block_begin();
         int r = tw_real.ppoll(fds, n, NULL, mask);
-        tw_libc_block_end();
+        tw_libc_block_end(TW_WAKE_ANY);
         return r;
     }
     uint64_t target = tw_rel_target(rel_ns);
@@ -73,7 +73,7 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
         return 0;
     }
     tw_poll_ctx x = {fds, n, mask, 0};
-    tw_libc_keeper_wait(target, tw_poll_call, &x);
+    tw_libc_keeper_wait(target, tw_poll_call, &x, TW_WAKE_ANY);
     return x.r;
 }
 
@@ -155,7 +155,7 @@ static int tw_select_keeper(int n, fd_set *r, fd_set *w, fd_set *e, int64_t rel_
     if (rel_ns < 0) {
         tw_libc_block_begin();
         int rr = tw_real.pselect(n, r, w, e, NULL, mask);
-        tw_libc_block_end();
+        tw_libc_block_end(TW_WAKE_ANY);
         return rr;
     }
     uint64_t target = tw_rel_target(rel_ns);
@@ -164,7 +164,7 @@ static int tw_select_keeper(int n, fd_set *r, fd_set *w, fd_set *e, int64_t rel_
     if (r) x.r0 = *r;
     if (w) x.w0 = *w;
     if (e) x.e0 = *e;
-    tw_libc_keeper_wait(target, tw_select_call, &x);
+    tw_libc_keeper_wait(target, tw_select_call, &x, TW_WAKE_ANY);
     return x.res;
 }
 
@@ -233,11 +233,11 @@ static int tw_epoll_keeper(int epfd, struct epoll_event *ev, int max, int64_t re
     if (rel_ns < 0) {
         tw_libc_block_begin();
         int r = tw_real.epoll_pwait(epfd, ev, max, -1, mask);
-        tw_libc_block_end();
+        tw_libc_block_end(TW_WAKE_ANY);
         return r;
     }
     tw_epoll_ctx x = {epfd, ev, max, mask, 0};
-    tw_libc_keeper_wait(tw_rel_target(rel_ns), tw_epoll_call, &x);
+    tw_libc_keeper_wait(tw_rel_target(rel_ns), tw_epoll_call, &x, TW_WAKE_ANY);
     return x.r;
 }
 
@@ -289,7 +289,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
         return tw_real.sigtimedwait(set, info, tmo);
     if (tw_libc_keeper()) {
         tw_sigwait_ctx x = {set, info, 0};
-        if (!tw_libc_keeper_wait(tw_rel_target(tw_ts_ns(tmo)), tw_sigwait_call, &x)) { errno = EAGAIN; return -1; }
+        if (!tw_libc_keeper_wait(tw_rel_target(tw_ts_ns(tmo)), tw_sigwait_call, &x, TW_WAKE_ANY)) { errno = EAGAIN; return -1; }
         return x.r;
     }
     uint64_t target = tw_rel_target(tw_ts_ns(tmo));
@@ -302,7 +302,8 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
 /* Calls the real function (call_with(deadline)) with the deadline translated and returns its result. A
  * deadline that cannot be translated (none, a clock that is not virtual, malformed) goes through as it is.
  * Timed out: ETIMEDOUT returned (pthread_*), or -1 with errno ETIMEDOUT (sem_*). */
-#define TW_ABS_WAIT(clk, abs, call_with)                                                                     \
+#define TW_ABS_WAIT(clk, abs, call_with) TW_ABS_WAIT_WAKE(clk, abs, call_with, TW_WAKE_LOCAL)
+#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake)                                                                   \
     do {                                                                                                     \
         struct timespec tw_real_abs_;                                                                        \
         uint64_t tw_target_;                                                                                 \
@@ -315,7 +316,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
                 tw_real_abs_ = tw_libc_real_after((clk), tw_due_ ? 0 : tw_slice_);                           \
                 int tw_r_ = call_with(&tw_real_abs_);                                                        \
                 int tw_to_ = tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT);                      \
-                if (!tw_to_ || tw_due_) { tw_libc_kw_end(tw_to_, tw_target_); return tw_r_; }               \
+                if (!tw_to_ || tw_due_) { tw_libc_kw_end(tw_to_, tw_target_, (wake)); return tw_r_; }               \
             }                                                                                                \
         }                                                                                                    \
         int tw_r_ = call_with(&tw_real_abs_);                                                                \
@@ -336,26 +337,37 @@ static clockid_t tw_cond_clock(const pthread_cond_t *c) {
 #endif
 }
 
+/* Who can end a wait on a condvar or semaphore: this process's threads, or (process-shared object) any
+ * process's. glibc: a condvar's __wrefs bit 0 is process-shared; a semaphore's `private` int (after its
+ * 64-bit value) is FUTEX_PRIVATE_FLAG (128) unless shared. */
+static int tw_cond_wake(const pthread_cond_t *c) {
+    return (__atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) & 1) ? TW_WAKE_ANY : TW_WAKE_LOCAL;
+}
+int tw_sem_wake(const sem_t *sem) {
+    const int *priv = (const int *)((const char *)sem + sizeof(uint64_t));
+    return *priv == 0 ? TW_WAKE_ANY : TW_WAKE_LOCAL;
+}
+
 #define TW_CALL_COND_TIMEDWAIT(a) tw_real.cond_timedwait(cond, mutex, a)
 TW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
                                      const struct timespec *restrict abs) {
-    TW_ABS_WAIT(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT);
+    TW_ABS_WAIT_WAKE(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT, tw_cond_wake(cond));
 }
 
 #define TW_CALL_COND_CLOCKWAIT(a) tw_real.cond_clockwait(cond, mutex, clk, a)
 TW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
                                      clockid_t clk, const struct timespec *restrict abs) {
-    TW_ABS_WAIT(clk, abs, TW_CALL_COND_CLOCKWAIT);
+    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_COND_CLOCKWAIT, tw_cond_wake(cond));
 }
 
 #define TW_CALL_SEM_TIMEDWAIT(a) tw_real.sem_timedwait(sem, a)
 TW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs) {
-    TW_ABS_WAIT(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT);
+    TW_ABS_WAIT_WAKE(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT, tw_sem_wake(sem));
 }
 
 #define TW_CALL_SEM_CLOCKWAIT(a) tw_real.sem_clockwait(sem, clk, a)
 TW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clk, const struct timespec *restrict abs) {
-    TW_ABS_WAIT(clk, abs, TW_CALL_SEM_CLOCKWAIT);
+    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_SEM_CLOCKWAIT, tw_sem_wake(sem));
 }
 
 #define TW_CALL_MUTEX_TIMEDLOCK(a) tw_real.mutex_timedlock(mutex, a)

@@ -26,6 +26,8 @@ typedef struct {
     int root;                  /* root, or peer for send/recv */
     size_t bytes;              /* annotation bytes */
     size_t copy_bytes;         /* one-rank data movement */
+    int rdv;                   /* cross-process: the rendezvous handle (-1: none) */
+    uint64_t ready;            /* cross-process: when it could start on its stream */
     const void *copy_src;
     void *copy_dst;
     int matched;
@@ -77,10 +79,45 @@ static void kernel_name(const tw_nccl_task *t, char *buf, size_t len)
     }
 }
 
+/* Cross-process: post this rank's arrival (phase 1 of launching; every operation of a group is posted
+ * before any waits for its peers, as the real ones progress together). */
+static ncclResult_t post(tw_nccl_task *t)
+{
+    t->rdv = -1;
+    if (!tw_nccl_rdv_cross(t->comm)) return ncclSuccess;
+    tw_stream *s = tw_stream_get(t->stream, 0);
+    if (!s) return tw_nccl_error(ncclInvalidArgument, "invalid stream %p", t->stream);
+    if (tw_stream_capturing(s)) return ncclSuccess;   /* captured: timed by the model alone (see below) */
+    int peer = t->kind == TW_NCCL_COLL_SENDRECV ? t->root : -1;
+    t->ready = tw_stream_ready_at(s, tw_now());
+    t->rdv = tw_nccl_rdv_post(t->comm, tw_nccl_rdv_next_key(t->comm, peer, t->is_send), t->ready, peer);
+    if (t->rdv < 0) return tw_nccl_error(ncclSystemError, "the coordinator's table of operations in flight is full");
+    return ncclSuccess;
+}
+
 static ncclResult_t launch(const tw_nccl_task *t)
 {
     tw_stream *s = tw_stream_get(t->stream, 0);
     if (!s) return tw_nccl_error(ncclInvalidArgument, "invalid stream %p", t->stream);
+    uint64_t duration = 0;
+    if (tw_nccl_rdv_cross(t->comm)) {
+        tw_nccl_rdv *r = t->comm->rendezvous;
+        int peer = t->kind == TW_NCCL_COLL_SENDRECV ? t->root : -1;
+        if (t->rdv >= 0) {
+            ncclResult_t err;
+            uint64_t end = tw_nccl_rdv_finish(t->comm, t->rdv, peer, t->kind, t->bytes, &err);
+            if (err) return err;
+            uint64_t start = tw_stream_ready_at(s, tw_now());
+            duration = end > start ? end - start : 1;
+        } else {
+            /* captured into a CUDA graph: replays are not met with the peers; the model assumes they arrive
+             * together (docs/LIMITATIONS.md) */
+            int32_t gpus[2] = {r->gpus[t->comm->rank], r->gpus[peer >= 0 ? peer : (t->comm->rank + 1) % t->comm->nranks]};
+            int32_t all[TW_NCCL_MAX_RANKS];
+            for (int i = 0; i < t->comm->nranks; i++) all[i] = r->gpus[i];
+            duration = tw_nccl_cost_ns(t->kind, t->bytes, peer >= 0 ? 2 : t->comm->nranks, peer >= 0 ? gpus : all);
+        }
+    }
     char name[128];
     kernel_name(t, name, sizeof name);
     tw_op op;
@@ -94,6 +131,7 @@ static ncclResult_t launch(const tw_nccl_task *t)
     op.ann.u.coll.bytes = (int64_t)t->bytes;
     op.ann.u.coll.nranks = t->comm->nranks;
     op.ann.u.coll.comm = t->comm->id;
+    op.duration = duration;
     tw_err e = tw_enqueue(s, &op);
     if (e != TW_OK) return tw_nccl_error(ncclUnhandledCudaError, "%s: enqueue failed (%d)", name, (int)e);
     if (t->copy_bytes && t->copy_dst && t->copy_src && t->copy_dst != t->copy_src) {
@@ -140,7 +178,7 @@ static ncclResult_t pair_p2p(void)
 {
     for (size_t i = 0; i < g_ntasks; i++) {
         tw_nccl_task *s = &g_tasks[i];
-        if (s->kind != TW_NCCL_COLL_SENDRECV || !s->is_send) continue;
+        if (s->kind != TW_NCCL_COLL_SENDRECV || !s->is_send || tw_nccl_rdv_cross(s->comm)) continue;
         struct ncclComm *pc = peer_comm(s->comm, s->root);
         if (!pc) {
             tw_log("timewarp: multi-process NCCL needs the coordinator (not yet implemented)");
@@ -167,7 +205,7 @@ static ncclResult_t pair_p2p(void)
     }
     for (size_t i = 0; i < g_ntasks; i++) {
         tw_nccl_task *r = &g_tasks[i];
-        if (r->kind == TW_NCCL_COLL_SENDRECV && !r->is_send && !r->matched) {
+        if (r->kind == TW_NCCL_COLL_SENDRECV && !r->is_send && !r->matched && !tw_nccl_rdv_cross(r->comm)) {
             if (!peer_comm(r->comm, r->root)) {
                 tw_log("timewarp: multi-process NCCL needs the coordinator (not yet implemented)");
                 return tw_nccl_error(ncclInvalidUsage, "ncclRecv from rank %d, which is not in this process", r->root);
@@ -183,6 +221,9 @@ static ncclResult_t flush(void)
 {
     ncclResult_t r = pair_p2p();
     if (r) { drop_tasks(); return r; }
+    for (size_t i = 0; i < g_ntasks; i++) {
+        if ((r = post(&g_tasks[i])) != ncclSuccess) { drop_tasks(); return r; }
+    }
     for (size_t i = 0; i < g_ntasks; i++) {
         if ((r = launch(&g_tasks[i])) != ncclSuccess) break;
     }
@@ -210,7 +251,8 @@ static ncclResult_t submit(tw_nccl_task *t, const char *fn)
         return g_depth > 0 ? ncclSuccess : flush(); /* outside a group: an implicit group of one call */
     }
     if (g_depth > 0) return push(t);
-    return launch(t);
+    ncclResult_t r = post(t);
+    return r ? r : launch(t);
 }
 
 static tw_nccl_task task(int kind, struct ncclComm *c, void *stream, const void *send, void *recv, size_t count,

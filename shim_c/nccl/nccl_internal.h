@@ -34,6 +34,24 @@ struct ncclComm {
 };
 
 /* ------------------------------------------------------------ rendezvous (nccl_rendezvous.c) */
+#define TW_NCCL_MAX_RANKS 64   /* TW_TK_MAX_RANKS: ranks of a communicator spread over processes */
+/* A cross-process communicator's state: every rank's pid and physical GPU, and operation counters. */
+typedef struct tw_nccl_rdv {
+    uint64_t coll_seq;         /* collectives issued on this communicator */
+    uint64_t splits;
+    uint64_t *send_seq, *recv_seq;   /* per peer: sends to it, receives from it */
+    int32_t *pids, *gpus;
+} tw_nccl_rdv;
+/* 1 for a communicator whose ranks live in several processes (operations meet through the coordinator). */
+int tw_nccl_rdv_cross(const struct ncclComm *c);
+/* An operation across processes: its key (peer >= 0: a send or receive with that peer), posting this
+ * rank's arrival (a handle), then waiting for the others: the completion time (latest arrival + the cost
+ * model's duration), or 0 with *err set. A group posts all its operations before finishing any. */
+uint64_t tw_nccl_rdv_next_key(struct ncclComm *c, int peer, int is_send);
+int tw_nccl_rdv_post(struct ncclComm *c, uint64_t key, uint64_t arrival, int peer);
+uint64_t tw_nccl_rdv_finish(struct ncclComm *c, int h, int peer, int kind, size_t bytes, ncclResult_t *err);
+/* nccl_cost.c: duration of a collective once all ranks arrived */
+uint64_t tw_nccl_cost_ns(int kind, size_t bytes, int n, const int32_t *gpus);
 /* Join communicator `comm` (rank/nranks/device/uid set): NCCL_SUCCESS when the communicator is usable. */
 ncclResult_t tw_nccl_rdv_join(struct ncclComm *comm, const ncclUniqueId *ids, int nids);
 /* Child communicator for ncclCommSplit / ncclCommShrink. */

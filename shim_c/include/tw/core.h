@@ -115,6 +115,23 @@ void tw_charge_forgive(uint64_t ns);
 void tw_sleep_until(uint64_t t);
 /* Wall-clock values at the virtual epoch, so that realtime and monotonic advance together. */
 void tw_clock_epoch(int64_t *realtime_ns, int64_t *monotonic_ns);
+/* The CPU time this thread spent since its last reading was the emulator's: do not charge it. */
+void tw_clock_forget_cpu(void);
+
+/* ---------------------------------------------------------------- collectives across processes (rendezvous.c) */
+/* 1 when the run has a time keeper (`timewarp run`), so that ranks in other processes can be met. */
+int tw_coll_available(void);
+/* Post this rank's arrival (the virtual time its operation could start) and argument for the operation
+ * `key` of nranks ranks; returns a handle, or -1 (no keeper, table full, bad rank). */
+int tw_coll_post(uint64_t key, int nranks, int rank, uint64_t arrival, int64_t arg, int gpu);
+/* Wait until every rank posted, then copy out their arrivals, arguments, GPUs and pids (arrays of nranks,
+ * each may be NULL). member_pids (may be NULL) are watched: a member that died or stays stopped before
+ * posting ends the wait with an error (<0, *why set), as does an aborted run. */
+int tw_coll_wait(int h, const int32_t *member_pids, int nmembers, uint64_t *arrivals, int64_t *args, int32_t *gpus,
+                 int32_t *pids, char *why, size_t whylen);
+void tw_coll_leave(int h);
+/* The run's cluster description (TIMEWARP_TOPOLOGY format), or NULL without a keeper. */
+const char *tw_coll_topology(void);
 
 /* ---------------------------------------------------------------- memory (memory.c) */
 typedef enum { TW_MEM_DEVICE = 0, TW_MEM_HOST_PINNED = 1, TW_MEM_MANAGED = 2 } tw_mem_kind;
@@ -236,6 +253,9 @@ uint64_t tw_stream_id(const tw_stream *s);
  * (start = max(stream tail, host now, legacy-stream ordering), end = start + predicted duration).
  * Host functions run when their virtual start is reached by a later host wait (or at once if already due). */
 tw_err tw_enqueue(tw_stream *s, tw_op *op);
+/* When an op issued now by the host at virtual time host would start on s (nothing is placed). */
+uint64_t tw_stream_ready_at(tw_stream *s, uint64_t host);
+int tw_stream_capturing(tw_stream *s);
 tw_err tw_stream_synchronize(tw_stream *s);
 tw_err tw_stream_query(tw_stream *s);          /* TW_OK or TW_ERR_NOT_READY, against the virtual clock */
 tw_err tw_device_synchronize(int dev);         /* dev < 0: every device */

@@ -114,6 +114,8 @@ void tw_tk_coll_lock(tw_tk_shared *k);
 void tw_tk_coll_unlock(tw_tk_shared *k);
 
 /* ---- timekeeper.c and vclock.c: this process's side (libtimewarp.so only) */
+/* how a wait ended (vclock.c: tw_tk_wake) */
+enum { TW_WAKE_TIMEOUT = 0, TW_WAKE_ANY = 1, TW_WAKE_LOCAL = 2 };
 extern tw_tk_shared *tw_tk;    /* NULL: no time keeper, process-local time */
 void tw_tk_attach(int64_t *epoch_realtime, int64_t *epoch_monotonic);
 tw_tk_slot *tw_tk_thread_slot(uint64_t now);   /* the calling thread's slot, claimed on first use */
