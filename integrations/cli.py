@@ -31,6 +31,19 @@ def _gpu_key(ctx: click.Context, param: click.Parameter, value: str | None) -> s
             f"unknown GPU {value!r}; known GPUs: {catalog.load().describe_known()}", ctx=ctx, param=param)
 
 
+def coordinator_options(f):
+    """--cluster/--coordinator/--listen/--token: the run's clock and topology (run and demo)."""
+    f = click.option("--token", envvar="TIMEWARP_TOKEN", default=None,
+                     help="Shared secret of the coordinator (required to listen beyond loopback; env TIMEWARP_TOKEN).")(f)
+    f = click.option("--listen", default=None, metavar="HOST:PORT",
+                     help="Where this run's coordinator listens (default 127.0.0.1, any free port).")(f)
+    f = click.option("--coordinator", "join", default=None, metavar="HOST:PORT",
+                     help="Join the coordinator of another `timewarp run` instead of starting one: one virtual clock.")(f)
+    f = click.option("--cluster", type=click.Path(dir_okay=False), default=None,
+                     help="Cluster description (TOML: nodes, GPUs, links; docs/CLUSTER.md). Default: --gpus N on one node.")(f)
+    return f
+
+
 def emulation_options(f):
     """--gpu/--gpus/--report/--trace/--strict, shared by run, demo and env."""
     f = click.option("--strict", is_flag=True,
@@ -46,10 +59,26 @@ def emulation_options(f):
     return f
 
 
-def _launch(argv, gpu, gpus, report, trace, strict) -> int:
+def _launch(argv, gpu, gpus, report, trace, strict, cluster_file=None, join=None, listen=None, token=None) -> int:
+    from timewarp.integrations import cluster as clusters
+
+    try:
+        if cluster_file:
+            cl = clusters.load(cluster_file)
+            if cl.num_nodes > 1:
+                click.echo(f"timewarp: {cluster_file}: {cl.num_nodes} nodes; this machine runs the processes of "
+                           "every node, each sees the GPUs of its node by CUDA_VISIBLE_DEVICES", err=True)
+            gpus = cl.total_gpus
+            gpu = cl.gpu_keys[0]
+        else:
+            cl = clusters.single_node(gpu, gpus)
+    except clusters.ClusterError as e:
+        click.echo(f"timewarp: {e}", err=True)
+        return 2
     try:
         return launcher.launch(argv, gpu, gpus, report=report, trace=trace, strict=strict,
-                               gpu_name=f"{gpus} x {catalog.get(gpu).name}" if gpus > 1 else catalog.get(gpu).name)
+                               gpu_name=f"{gpus} x {catalog.get(gpu).name}" if gpus > 1 else catalog.get(gpu).name,
+                               topology=cl.to_env(), join=join, listen=listen, token=token)
     except launcher.CommandError as e:
         click.echo(str(e), err=True)
         return e.code
@@ -66,13 +95,14 @@ def cli() -> None:
 
 @cli.command(context_settings={"allow_interspersed_args": False})
 @emulation_options
+@coordinator_options
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 @click.pass_context
-def run(ctx, gpu, gpus, report, trace, strict, command) -> None:
-    """Run COMMAND (and every process it starts) on virtual GPUs.
+def run(ctx, gpu, gpus, report, trace, strict, cluster, join, listen, token, command) -> None:
+    """Run COMMAND (and every process it starts) on virtual GPUs, all on one virtual clock.
 
     Options must come before COMMAND; `--` ends them. Exits with the command's status."""
-    ctx.exit(_launch(list(command), gpu, gpus, report, trace, strict))
+    ctx.exit(_launch(list(command), gpu, gpus, report, trace, strict, cluster, join, listen, token))
 
 
 @cli.command(context_settings={"allow_interspersed_args": False})

@@ -18,6 +18,7 @@
 #include "tw/timekeeper.h"
 
 #define TW_COLL_CHECK_NS 500000000ll
+#define TW_COLL_GRACE_NS 2000000ll
 #define TW_COLL_STOPPED_NS 10000000000ll   /* a peer stopped (SIGSTOP) this long is a failure */
 
 int tw_coll_available(void) { return tw_tk != NULL; }
@@ -75,7 +76,7 @@ int tw_coll_wait(int h, const int32_t *member_pids, int nmembers, uint64_t *arri
     tw_tk_coll *c = &k->colls[h];
     tw_tk_slot *s = tw_tk_thread_slot(tw_now());
     uint32_t saved = s ? __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) : 0;
-    int64_t next_check = tw_tk_real_ns() + TW_COLL_CHECK_NS;
+    int64_t started = tw_tk_real_ns(), next_check = started + TW_COLL_CHECK_NS;
     int64_t stopped_since[TW_TK_MAX_RANKS] = {0};
     int idle = 0, rc = 0;
     for (;;) {
@@ -86,7 +87,11 @@ int tw_coll_wait(int h, const int32_t *member_pids, int nmembers, uint64_t *arri
             rc = -1;
             break;
         }
-        if (!idle && s) {   /* not at once: most collectives meet their peers within microseconds */
+        /* For a short real grace the waiting thread still holds the clock at its own time: the real
+         * host does not wait for its peers here (launches are asynchronous), so while they are about to
+         * arrive time must not pass it by. After the grace it goes idle: a peer may be waiting for the
+         * clock itself (a synchronize, a sleep) before it can arrive. */
+        if (!idle && s && tw_tk_real_ns() - started > TW_COLL_GRACE_NS) {
             idle = 1;
             __atomic_store_n(&s->state, TW_SLOT_BLOCK, __ATOMIC_RELEASE);
             __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
@@ -113,7 +118,7 @@ int tw_coll_wait(int h, const int32_t *member_pids, int nmembers, uint64_t *arri
             }
             if (rc) break;
         }
-        tw_tk_futex_wait(k, g0, 1000000);
+        tw_tk_futex_wait(k, g0, idle ? 1000000 : 100000);
     }
     if (s && idle) {
         __atomic_store_n(&s->state, saved == TW_SLOT_FREE ? TW_SLOT_RUN : saved, __ATOMIC_RELEASE);

@@ -8,10 +8,10 @@
  *   allgather, reducescatter, alltoall, gather, scatter:   (n-1)/n * S / B + (n-1) L
  *   broadcast, reduce   S / B + (n-1) L                   (pipelined chain)
  *   send/recv           S / B + L
- * plus a fixed launch-and-synchronise cost. The link is the ranks' node's (NVLink or PCIe) when every rank
- * is on one node, else the network between nodes (the slowest hop of the ring). Both B and L per link
- * kind come from the topology string; their defaults, and the fixed cost, were fitted on 2 x H200 NVLink
- * (predictors/data/h200/nccl_*).
+ * The measured 2-rank cost of a small operation replaces the latency terms at n = 2 (kind_model), and B is
+ * scaled by the fraction of the link each kind reaches. The link is the ranks' node's (NVLink or PCIe) when
+ * every rank is on one node, else the network between nodes (the slowest hop of the ring). B and L per
+ * link kind come from the topology string (integrations/cluster.py; NVLink values measured on 2 x H200).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +21,21 @@
 
 typedef struct { double bw, lat; } link_t;   /* bytes/s, seconds */
 
+/* Per operation kind, measured on 2 x H200 over NVLink with NCCL 2.28.9 (device time of the operation
+ * replayed in a CUDA graph; predictors/data/h200/nccl_2026-11-30/collectives.csv, column graph_us): the
+ * cost of a small operation (1 KiB) and the fraction of the link's bandwidth reached at 1 GiB. */
+static const struct { double floor_us, eff; } kind_model[] = {
+    [TW_NCCL_COLL_ALLREDUCE] = {14.1, 0.89},      /* 3268 us at 1 GiB */
+    [TW_NCCL_COLL_ALLGATHER] = {13.0, 0.735},     /* 1986 us */
+    [TW_NCCL_COLL_REDUCESCATTER] = {12.0, 0.735}, /* 2016 us */
+    [TW_NCCL_COLL_BROADCAST] = {8.9, 1.0},        /* 2918 us */
+    [TW_NCCL_COLL_REDUCE] = {8.9, 0.89},          /* not measured: broadcast's floor, allreduce's efficiency */
+    [TW_NCCL_COLL_ALLTOALL] = {13.0, 0.735},      /* not measured: as allgather */
+    [TW_NCCL_COLL_GATHER] = {13.0, 0.735},        /* not measured: as allgather */
+    [TW_NCCL_COLL_SCATTER] = {13.0, 0.735},       /* not measured: as allgather */
+    [TW_NCCL_COLL_SENDRECV] = {16.7, 1.0},        /* 2899 us */
+};
+#define NVLINK_LAT_REF 10.0e-6   /* the NVLink latency the floors above belong to (integrations/cluster.py) */
 #define MAX_NODES 1024
 static struct {
     int parsed;
@@ -28,9 +43,8 @@ static struct {
     int first_gpu[MAX_NODES + 1];   /* node i holds physical GPUs [first_gpu[i], first_gpu[i+1]) */
     char intra[MAX_NODES];          /* 'n' nvlink, 'p' pcie */
     link_t nvlink, pcie, net;
-    double fixed;                   /* seconds per operation */
 } topo = {
-    .nvlink = {360e9, 3.0e-6}, .pcie = {22e9, 6.0e-6}, .net = {45e9, 8.0e-6}, .fixed = 8.0e-6,
+    .nvlink = {370e9, 10.0e-6}, .pcie = {55e9, 12.0e-6}, .net = {50e9, 5.0e-6},
 };
 
 static void parse_link(const char *v, link_t *l) {
@@ -99,13 +113,17 @@ static link_t link_for(int n, const int32_t *gpus) {
 uint64_t tw_nccl_cost_ns(int kind, size_t bytes, int n, const int32_t *gpus) {
     parse();
     if (n <= 1) return 1000;
+    if (kind < TW_NCCL_COLL_ALLREDUCE || kind > TW_NCCL_COLL_SENDRECV) kind = TW_NCCL_COLL_SENDRECV;
     link_t l = link_for(n, gpus);
-    double S = (double)bytes, f = (double)(n - 1) / n, t;
+    double S = (double)bytes, f = (double)(n - 1) / n, share, steps;
     switch (kind) {
-    case TW_NCCL_COLL_ALLREDUCE: t = 2 * f * S / l.bw + 2 * (n - 1) * l.lat; break;
-    case TW_NCCL_COLL_BROADCAST: case TW_NCCL_COLL_REDUCE: t = S / l.bw + (n - 1) * l.lat; break;
-    case TW_NCCL_COLL_SENDRECV: t = S / l.bw + l.lat; break;
-    default: t = f * S / l.bw + (n - 1) * l.lat; break;
+    case TW_NCCL_COLL_ALLREDUCE: share = 2 * f; steps = 2 * (n - 2); break;
+    case TW_NCCL_COLL_BROADCAST: case TW_NCCL_COLL_REDUCE: share = 1; steps = n - 2; break;
+    case TW_NCCL_COLL_SENDRECV: share = 1; steps = 0; break;
+    default: share = f; steps = n - 2; break;
     }
-    return (uint64_t)((t + topo.fixed) * 1e9);
+    /* the measured 2-rank floor, moved to this link's latency, plus a latency per extra ring step */
+    double floor = kind_model[kind].floor_us * 1e-6 * (l.lat / NVLINK_LAT_REF) + steps * l.lat;
+    double t = floor + share * S / (l.bw * kind_model[kind].eff);
+    return (uint64_t)(t * 1e9);
 }

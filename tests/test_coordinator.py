@@ -1,0 +1,72 @@
+"""The coordinator: one virtual clock across processes, NCCL across ranks, failures, bad input."""
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+PROGS = Path(__file__).parent / "progs"
+
+
+def timewarp(*args, timeout=600):
+    return subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", *args], capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def test_socket_messages_are_causal_and_clocks_monotonic():
+    r = timewarp("run", "--", sys.executable, str(PROGS / "causality.py"))
+    assert r.returncode == 0, r.stderr[-3000:]
+    lines = [l for l in r.stdout.splitlines() if l.startswith("sent ")]
+    assert len(lines) == 20
+    pairs = [tuple(map(float, re.findall(r"[-0-9.]+", l))) for l in lines]
+    assert all(recv >= sent for sent, recv in pairs)
+    summary = r.stdout.splitlines()[-1].split()
+    assert summary[1] == "0" and summary[3] == "0", r.stdout
+    # the child sleeps 50 ms between messages; the parent's 20 GEMMs of 8192^3 take about 28 ms each time:
+    # the sleeps set the pace, not the parent's work, and the child is not dragged by the parent
+    gaps = [b[0] - a[0] for a, b in zip(pairs, pairs[1:])]
+    assert all(0.049 < g < 0.06 for g in gaps), gaps
+
+
+@pytest.mark.parametrize("world", [2, 4])
+def test_torch_distributed_nccl_across_processes(world):
+    r = timewarp("run", "--gpus", str(world), "--", sys.executable, str(PROGS / "dist_ops.py"), str(world))
+    assert r.returncode == 0, r.stderr[-3000:]
+    ok = re.findall(r"rank (\d+) ok mlp_us ([0-9.]+)", r.stdout)
+    assert sorted(int(k) for k, _ in ok) == list(range(world))
+    if world == 2:
+        # TP MLP step, 2048 tokens, on 2 x H200: measured 536 us (event, eager) on the real pair
+        # (predictors/data/h200/nccl_2026-11-30/mlp.csv); the prediction must be of that order
+        us = [float(v) for _, v in ok]
+        assert all(250 < u < 1100 for u in us), us
+
+
+def test_killed_rank_ends_the_others_with_an_error():
+    t0 = time.monotonic()
+    r = timewarp("run", "--gpus", "2", "--", sys.executable, str(PROGS / "dist_ops.py"), "2", "kill", timeout=180)
+    elapsed = time.monotonic() - t0
+    assert r.returncode != 0
+    assert "rank 1 (pid" in r.stderr and ("exited or was killed" in r.stderr or "stopped" in r.stderr), r.stderr[-3000:]
+    assert elapsed < 120, elapsed
+
+
+def test_dead_coordinator_address_is_a_clear_error():
+    r = timewarp("run", "--coordinator", "127.0.0.1:1", "--", "true")
+    assert r.returncode == 1
+    assert "no coordinator answers at 127.0.0.1:1" in r.stderr
+
+
+def test_listening_beyond_loopback_needs_a_token():
+    r = timewarp("run", "--listen", "0.0.0.0:0", "--", "true")
+    assert r.returncode == 1
+    assert "token" in r.stderr
+
+
+def test_bad_cluster_file_names_the_field(tmp_path):
+    f = tmp_path / "cluster.toml"
+    f.write_text('[[nodes]]\ngpus = "eight"\n')
+    r = timewarp("run", "--cluster", str(f), "--", "true")
+    assert r.returncode == 2
+    assert "nodes[0].gpus" in r.stderr
