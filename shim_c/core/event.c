@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "internal.h"
+#include "tw/timekeeper.h"
 #include "graph_internal.h"
 
 #define EVENT_MAGIC 0x54574556u /* "TWEV" */
@@ -111,18 +112,29 @@ tw_err tw_stream_wait_event(tw_stream *s, tw_event *e) {
 /* ---------------------------------------------------------------- host functions
  * cudaLaunchHostFunc / cuLaunchHostFunc callbacks run on one worker thread, in order, each at the virtual
  * time its stream reaches it (the worker's clock is moved there first), as the driver's callback thread
- * would. */
+ * would. Without a time keeper the worker's clock is private (it runs ahead and must not drag the
+ * program's threads). With one, the worker takes part: a pending callback is a deadline the keeper's
+ * clock may not jump over, set by the submitting thread itself so that no jump can slip in before the
+ * worker wakes. */
 typedef struct hostfn { void (*fn)(void *); void *data; uint64_t at; struct hostfn *next; } hostfn;
 static hostfn *hf_head, *hf_tail;
 static pthread_mutex_t hf_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hf_cond = PTHREAD_COND_INITIALIZER;
-static int hf_started;
+static pthread_cond_t hf_ready_cond = PTHREAD_COND_INITIALIZER;
+static int hf_started, hf_ready;
+static tw_tk_slot *hf_slot;   /* the worker's slot in the time keeper (NULL without one) */
 
 void tw_clock_private_thread(void);
 
 static void *hostfn_main(void *arg) {
     (void)arg;
-    tw_clock_private_thread();
+    if (tw_tk) (void)tw_now();   /* claims this thread's slot */
+    else tw_clock_private_thread();
+    pthread_mutex_lock(&hf_lock);
+    hf_slot = tw_tk ? tw_tk_thread_slot(0) : NULL;
+    hf_ready = 1;
+    pthread_cond_broadcast(&hf_ready_cond);
+    pthread_mutex_unlock(&hf_lock);
     for (;;) {
         pthread_mutex_lock(&hf_lock);
         while (!hf_head) pthread_cond_wait(&hf_cond, &hf_lock);
@@ -151,6 +163,14 @@ void tw_hostfn_submit(void (*fn)(void *), void *data, uint64_t at) {
         pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
         if (pthread_create(&t, &attr, hostfn_main, NULL) == 0) hf_started = 1;
         pthread_attr_destroy(&attr);
+        while (hf_started && !hf_ready) pthread_cond_wait(&hf_ready_cond, &hf_lock);
+    }
+    if (hf_slot && tw_tk) {   /* the keeper's clock may not pass this callback before it has run */
+        uint64_t first = hf_head ? hf_head->at : at;
+        hf_slot->deadline = first < at ? first : at;
+        __atomic_add_fetch(&hf_slot->seq, 1, __ATOMIC_RELEASE);
+        __atomic_store_n(&hf_slot->state, TW_SLOT_SLEEP, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
     }
     if (hf_tail) hf_tail->next = h; else hf_head = h;
     hf_tail = h;
