@@ -7,6 +7,7 @@ on loopback unless told otherwise; beyond loopback a shared token is required.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 import queue
@@ -61,7 +62,6 @@ class _Service(pb_grpc.CoordinatorServicer):
 
     def Status(self, request, context):
         self._check(request.token, context)
-        import json
         return pb.StatusReply(run_id=self.c.clock.run_id, json=json.dumps(self.c.clock.status()))
 
     def Abort(self, request, context):

@@ -16,7 +16,8 @@ def timewarp(*args, timeout=600):
 
 
 def test_socket_messages_are_causal_and_clocks_monotonic():
-    r = timewarp("run", "--", sys.executable, str(PROGS / "causality.py"))
+    # the same program the coordinator benchmark runs (integrations/benchmarks/pingpong_gpu.py)
+    r = timewarp("run", "--", sys.executable, "-m", "timewarp.integrations.benchmarks.pingpong_gpu")
     assert r.returncode == 0, r.stderr[-3000:]
     lines = [l for l in r.stdout.splitlines() if l.startswith("sent ")]
     assert len(lines) == 20

@@ -11,7 +11,6 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include "internal.h"
@@ -56,20 +55,6 @@ int tw_coll_post(uint64_t key, int nranks, int rank, uint64_t arrival, int64_t a
     return h;
 }
 
-/* 'Z', 'T', ... or '\0' when gone */
-static char proc_state(int pid) {
-    char path[48], buf[256];
-    snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return '\0';
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return '\0';
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    return p && p[1] == ' ' ? p[2] : '\0';
-}
-
 int tw_coll_wait(int h, const int32_t *member_pids, int nmembers, uint64_t *arrivals, int64_t *args, int32_t *gpus,
                  int32_t *pids, char *why, size_t whylen) {
     tw_tk_shared *k = tw_tk;
@@ -102,7 +87,7 @@ int tw_coll_wait(int h, const int32_t *member_pids, int nmembers, uint64_t *arri
             next_check = now + TW_COLL_CHECK_NS;
             for (int r = 0; r < nmembers && !rc; r++) {
                 if (__atomic_load_n(&c->pid[r], __ATOMIC_ACQUIRE) || member_pids[r] == getpid()) continue;
-                char st = proc_state(member_pids[r]);
+                char st = tw_tk_task_state(member_pids[r], 0);
                 if (st == '\0' || st == 'Z' || st == 'X') {
                     snprintf(why, whylen, "rank %d (pid %d) exited or was killed before joining this operation",
                              r, member_pids[r]);

@@ -99,6 +99,14 @@ static void keeper_gone(void) {
     my_slot = NULL;
 }
 
+/* 0 (and this process goes on alone) when the keeper has not beaten for keeper_dead_after_ns */
+static int keeper_alive(tw_tk_shared *k) {
+    int64_t beat = (int64_t)__atomic_load_n(&k->keeper_beat, __ATOMIC_ACQUIRE);
+    if (tw_tk_real_ns() - beat <= keeper_dead_after_ns) return 1;
+    keeper_gone();
+    return 0;
+}
+
 int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
     s->deadline = t;
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
@@ -108,8 +116,7 @@ int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
         uint32_t g0 = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
         if (tw_tk_advance(k) >= t) return 0;
         if (__atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return -1;
-        int64_t beat = (int64_t)__atomic_load_n(&k->keeper_beat, __ATOMIC_ACQUIRE);
-        if (tw_tk_real_ns() - beat > keeper_dead_after_ns) { keeper_gone(); return -1; }
+        if (!keeper_alive(k)) return -1;
         tw_tk_futex_wait(k, g0, 2000000);
     }
 }
@@ -118,7 +125,5 @@ int tw_tk_due(uint64_t t) {
     tw_tk_shared *k = tw_tk;
     if (!k) return 1;
     if (tw_tk_advance(k) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
-    int64_t beat = (int64_t)__atomic_load_n(&k->keeper_beat, __ATOMIC_ACQUIRE);
-    if (tw_tk_real_ns() - beat > keeper_dead_after_ns) { keeper_gone(); return 1; }
-    return 0;
+    return !keeper_alive(k);
 }

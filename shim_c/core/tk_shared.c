@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <linux/futex.h>
 #include <limits.h>
 #include <stdio.h>
@@ -195,3 +196,17 @@ void tw_tk_coll_lock(tw_tk_shared *k) {
 }
 
 void tw_tk_coll_unlock(tw_tk_shared *k) { __atomic_store_n(&k->coll_lock, 0, __ATOMIC_RELEASE); }
+
+char tw_tk_task_state(int32_t pid, int32_t tid) {
+    char path[64], buf[512];
+    if (tid > 0) snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    else snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return '\0';
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0) return '\0';
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');   /* the command name may hold spaces and parentheses */
+    return p && p[1] == ' ' ? p[2] : '\0';
+}

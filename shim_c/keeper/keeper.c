@@ -49,28 +49,18 @@ EXPORT void tw_keeper_close(tw_tk_shared *k, const char *path) {
 
 EXPORT void tw_keeper_abort(tw_tk_shared *k, const char *reason) { tw_tk_abort(k, reason); }
 
-/* '\0' when the thread no longer exists, else its state letter (R, S, D, T, t, Z, ...) */
+/* the thread's state letter ('\0': gone) and, for a running one, its CPU time in ns from schedstat */
 static char thread_state(int32_t pid, int32_t tid, uint64_t *cpu_ns) {
-    char path[64], buf[512];
-    snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    char st = tw_tk_task_state(pid, tid);
+    if (!cpu_ns || !st) return st;
+    char path[64], buf[128];
+    *cpu_ns = 0;
+    snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return '\0';
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return '\0';
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ') return '\0';
-    char st = p[2];
-    if (cpu_ns) {
-        *cpu_ns = 0;
-        snprintf(path, sizeof path, "/proc/%d/task/%d/schedstat", pid, tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            n = read(fd, buf, sizeof buf - 1);
-            close(fd);
-            if (n > 0) { buf[n] = '\0'; *cpu_ns = strtoull(buf, NULL, 10); }
-        }
+    if (fd >= 0) {
+        ssize_t n = read(fd, buf, sizeof buf - 1);
+        close(fd);
+        if (n > 0) { buf[n] = '\0'; *cpu_ns = strtoull(buf, NULL, 10); }
     }
     return st;
 }

@@ -27,6 +27,15 @@ static long tw_real_syscall(long nr, long a1, long a2, long a3, long a4, long a5
     return tw_raw_syscall6(nr, a1, a2, a3, a4, a5, a6);
 }
 
+/* One keeper slice of a wait with an absolute deadline in argument slot 4: now + rel on clock clk. */
+typedef struct { clockid_t clk; long nr, a1, a2, a3, a5, a6; long r; } tw_abs_ctx;
+static int tw_abs_call(void *c, int64_t rel) {
+    tw_abs_ctx *x = c;
+    struct timespec abs = tw_libc_real_after(x->clk, rel);
+    x->r = tw_real_syscall(x->nr, x->a1, x->a2, x->a3, (long)&abs, x->a5, x->a6);
+    return !(x->r == -1 && errno == ETIMEDOUT);
+}
+
 /* A wait with an absolute deadline in argument slot 4 (a4): translate it, as wait.c does. */
 static long tw_syscall_abs_wait(clockid_t clk, long nr, long a1, long a2, long a3, long a4, long a5, long a6) {
     const struct timespec *abs = (const struct timespec *)a4;
@@ -34,14 +43,10 @@ static long tw_syscall_abs_wait(clockid_t clk, long nr, long a1, long a2, long a
     uint64_t target;
     if (!tw_libc_abs_deadline(clk, abs, &real_abs, &target)) return tw_real_syscall(nr, a1, a2, a3, a4, a5, a6);
     if (tw_libc_keeper()) {
-        tw_libc_kw_begin(target);
-        for (int64_t slice = TW_SLICE_MIN_NS;; slice = tw_libc_next_slice(slice)) {
-            int due = tw_libc_kw_due(target);
-            real_abs = tw_libc_real_after(clk, due ? 0 : slice);
-            long r = tw_real_syscall(nr, a1, a2, a3, (long)&real_abs, a5, a6);
-            int to = r == -1 && errno == ETIMEDOUT;
-            if (!to || due) { tw_libc_kw_end(to, target, (nr == SYS_futex && (a2 & FUTEX_PRIVATE_FLAG)) ? TW_WAKE_LOCAL : TW_WAKE_ANY); return r; }
-        }
+        tw_abs_ctx x = {clk, nr, a1, a2, a3, a5, a6, 0};
+        int wake = (nr == SYS_futex && (a2 & FUTEX_PRIVATE_FLAG)) ? TW_WAKE_LOCAL : TW_WAKE_ANY;
+        if (!tw_libc_keeper_wait(target, tw_abs_call, &x, wake)) { errno = ETIMEDOUT; return -1; }
+        return x.r;
     }
     long r = tw_real_syscall(nr, a1, a2, a3, (long)&real_abs, a5, a6);
     if (r == -1 && errno == ETIMEDOUT) tw_libc_timed_out(target);

@@ -110,6 +110,9 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns);
 void tw_tk_abort(tw_tk_shared *k, const char *reason);
 /* Real CLOCK_MONOTONIC in ns (never the virtual one). */
 int64_t tw_tk_real_ns(void);
+/* The state letter /proc gives a thread (tid > 0) or a process (tid 0): R, S, D, T, t, Z, ...; '\0' when it
+ * no longer exists. */
+char tw_tk_task_state(int32_t pid, int32_t tid);
 void tw_tk_coll_lock(tw_tk_shared *k);
 void tw_tk_coll_unlock(tw_tk_shared *k);
 
