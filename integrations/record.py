@@ -62,7 +62,10 @@ CUPTI's activity buffers are capped (kineto's default is a few hundred MB, sever
 kernels); past that, activities are dropped. Use --delay/--duration to profile a window of the run (started and
 stopped from a SIGALRM handler on the main thread, so the program needs no step() calls; programs that use
 SIGALRM themselves cannot use it), and --max-rows to cap the rows written (the first rows in start order are
-kept; summary.json says how many were dropped).
+kept; summary.json says how many were dropped). Or let the program mark its own window: the recorder puts a
+module `timewarp_record_window` in sys.modules, whose start() and stop() open and close the one profiled window
+(no-ops once done; without the recorder the module is absent), and --window program keeps the recorder from
+opening it by itself: `w = sys.modules.get("timewarp_record_window"); w and w.start()`.
 
 Overhead: CUPTI activity tracing and record_shapes make every launch cost more on the host, and the GPU
 timestamps carry a small per-kernel cost. Unless --no-probe, the recorder measures both, on the same GPU,
@@ -633,7 +636,7 @@ def main(argv: list[str] | None = None) -> int:
         # options before the script name are ours
         while prog and prog[0].startswith("--"):
             own.append(prog.pop(0))
-            if own[-1] in ("--out", "--max-rows", "--delay", "--duration") and prog:
+            if own[-1] in ("--out", "--max-rows", "--delay", "--duration", "--window") and prog:
                 own.append(prog.pop(0))
     ap = argparse.ArgumentParser(prog="python -m timewarp.integrations.record",
                                  description="Run a Python program on a real GPU under torch.profiler and write "
@@ -645,7 +648,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-shapes", action="store_true", help="record_shapes=False (less host overhead)")
     ap.add_argument("--keep-trace", action="store_true", help="also write the raw Chrome trace (trace.json.gz)")
     ap.add_argument("--no-probe", action="store_true", help="skip the profiler-overhead probe")
+    ap.add_argument("--window", choices=("run", "program"), default="run",
+                    help="run: profile the whole run or --delay/--duration (default); program: only between the "
+                         "program's timewarp_record_window.start() and .stop()")
     args = ap.parse_args(own)
+    if args.window == "program" and (args.delay or args.duration):
+        ap.error("--window program does not take --delay/--duration")
     if not prog:
         ap.error("no program given: ... -- script.py ARGS or -- -m module ARGS")
     if prog[0] != "-m" and not os.path.isfile(prog[0]):
@@ -682,8 +690,15 @@ def main(argv: list[str] | None = None) -> int:
             state["t_off"] = time.perf_counter() - t_start
             prof.stop()
 
+    import types
+    window = types.ModuleType("timewarp_record_window", "start()/stop() the recorder's profiled window")
+    window.start, window.stop = start, stop
+    sys.modules[window.__name__] = window
+
     old_handler = None
-    if args.delay or args.duration:
+    if args.window == "program":
+        pass
+    elif args.delay or args.duration:
         def on_alarm(signum, frame):
             if not state["started"]:
                 start()

@@ -40,7 +40,9 @@ t_ready=$(el)
 note "ready=$ready after ${t_ready}s (since script start)"
 
 # lengths: case -> "C I O N"
-declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256")
+# cases 1-4: the issue's accuracy table; 5-6: held-out checks (lengths and concurrencies used by no fit)
+declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
+                 [5]="32 1536 96 96" [6]="8 384 320 32")
 if [ $ready = 1 ]; then
   for k in $CASES; do
     read -r C I O N <<< "${SPEC[$k]}"

@@ -27,6 +27,8 @@ struct tw_graph {
 struct tw_graph_exec {
     uint32_t magic;
     int dev;
+    size_t *stepnodes, nstep;   /* nodes timed from the step context, re-predicted when it changes */
+    uint64_t step_gen;
     tw_op *ops;
     size_t n;
     size_t *effects;          /* indices of nodes with host-visible effects */
@@ -177,10 +179,13 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
     size_t *eff = malloc((g->n ? g->n : 1) * sizeof *eff);
     uint64_t *off = malloc((g->n ? g->n : 1) * sizeof *off);
     if (!ops || !eff || !off) { free(ops); free(eff); free(off); return TW_ERR_OUT_OF_MEMORY; }
+    size_t *stepn = malloc((g->n ? g->n : 1) * sizeof *stepn);
+    if (!stepn) { free(ops); free(eff); free(off); return TW_ERR_OUT_OF_MEMORY; }
     uint64_t total = 0, kernels = 0;
-    size_t ne = 0;
+    size_t ne = 0, ns = 0;
     for (size_t i = 0; i < g->n; i++) {
         ops[i] = g->nodes[i]->op;
+        if (tw_step_dependent(&ops[i])) { stepn[ns++] = i; ops[i].duration = 0; }
         if (!ops[i].duration && ops[i].kind != TW_OP_EVENT_RECORD && ops[i].kind != TW_OP_EVENT_WAIT)
             ops[i].duration = tw_predict_ex(g->dev, &ops[i], &ops[i].layer);
         off[i] = total;
@@ -188,8 +193,9 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
         if (ops[i].kind == TW_OP_KERNEL || ops[i].kind == TW_OP_COLLECTIVE) kernels++;
         if (ops[i].kind == TW_OP_MEMCPY || ops[i].kind == TW_OP_MEMSET || ops[i].kind == TW_OP_HOST_FUNC) eff[ne++] = i;
     }
-    free(x->ops); free(x->effects); free(x->offsets);
-    x->ops = ops; x->effects = eff; x->offsets = off;
+    free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
+    x->ops = ops; x->effects = eff; x->offsets = off; x->stepnodes = stepn; x->nstep = ns;
+    x->step_gen = tw_step_generation();
     x->n = g->n; x->neffects = ne; x->total = total; x->kernels = kernels; x->dev = g->dev;
     return TW_OK;
 }
@@ -213,7 +219,7 @@ tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g) {
 tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
     if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_HANDLE;
     x->magic = 0;
-    free(x->ops); free(x->effects); free(x->offsets);
+    free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
     free(x);
     return TW_OK;
 }
@@ -234,9 +240,25 @@ void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, ui
             tw_record(dev, stream_id, &x->ops[i], start + x->offsets[i], start + x->offsets[i] + x->ops[i].duration);
 }
 
+/* A full CUDA graph replays the same attention launches for every batch of its size: re-time those nodes
+ * when the step context has changed since the last launch (node offsets, used to place copies and host
+ * functions inside the replay, are kept from instantiation). */
+static void refresh_step_nodes(tw_graph_exec *x) {
+    uint64_t gen = tw_step_generation();
+    if (!x->nstep || gen == x->step_gen) return;
+    x->step_gen = gen;
+    for (size_t j = 0; j < x->nstep; j++) {
+        tw_op *op = &x->ops[x->stepnodes[j]];
+        uint64_t d = tw_predict_ex(x->dev, op, &op->layer);
+        x->total = x->total - op->duration + d;
+        op->duration = d;
+    }
+}
+
 tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s) {
     if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_VALUE;
     if (!s) return TW_ERR_INVALID_HANDLE;
+    refresh_step_nodes(x);
     tw_op op = {.kind = TW_OP_GRAPH, .exec = x, .label = "graph", .duration = tw_graph_exec_duration(x)};
     return tw_enqueue(s, &op);
 }

@@ -78,6 +78,8 @@ uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer) {
     if (!s) return 1;
     if (op->kind == TW_OP_GRAPH) { if (layer) *layer = TW_LAYER_GRAPH; return tw_graph_exec_duration(op->exec); }
     if (op->kind == TW_OP_HOST_FUNC || op->kind == TW_OP_EVENT_RECORD || op->kind == TW_OP_EVENT_WAIT) return 1;
+    double st = tw_step_predict_s(s, op);
+    if (st > 0) { if (layer) *layer = TW_LAYER_STEP; return secs_to_ns(st); }
     double p = tw_profile_predict_s(s, op, layer);
     if (p > 0) return secs_to_ns(p);
     if (layer) *layer = TW_LAYER_ROOFLINE;

@@ -33,6 +33,8 @@ static attn_row *attns; static size_t nattn;
 static copy_row *copies; static size_t ncopy;
 static kern_row *kerns; static size_t nkern;     /* sorted by name */
 static double kgap_ns;
+static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_request_ns (step.c's model) */
+static int have_attn_step;
 static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -43,6 +45,7 @@ const char *tw_layer_name(int layer) {
     case TW_LAYER_INTERP: return "interp";
     case TW_LAYER_NEAREST: return "nearest";
     case TW_LAYER_GRAPH: return "graph";
+    case TW_LAYER_STEP: return "step";
     case -1: return "preset";
     default: return "roofline";
     }
@@ -97,6 +100,10 @@ static void load(void) {
             else if (!strcmp(what, "graph_launch_ns")) host_costs[TW_HOST_GRAPH_LAUNCH] = (uint64_t)ns;
             else if (!strcmp(what, "gemm_ns")) host_costs[TW_HOST_GEMM] = (uint64_t)ns;
             else if (!strcmp(what, "attention_ns")) host_costs[TW_HOST_ATTN] = (uint64_t)ns;
+            else bad++;
+        } else if (!strcmp(fam, "attnstep")) {
+            if (sscanf(line, "%*s %lf %lf %lf %lf", &attn_step[0], &attn_step[1], &attn_step[2], &attn_step[3]) == 4)
+                have_attn_step = 1;
             else bad++;
         } else if (!strcmp(fam, "kgap")) {
             if (sscanf(line, "%*s %lf", &kgap_ns) != 1) bad++;
@@ -388,6 +395,13 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     *c = (centry){key, spec, s, *layer};
     pthread_mutex_unlock(&cache_lock);
     return s;
+}
+
+int tw_profile_attn_step(double coef[4]) {
+    pthread_once(&once, load);
+    if (!have_attn_step || !profiled) return 0;
+    memcpy(coef, attn_step, sizeof attn_step);
+    return 1;
 }
 
 uint64_t tw_profile_host_cost(tw_host_cost which) {

@@ -18,9 +18,16 @@ static int tracing;
 static const char *trace_path, *report_path;
 void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start);
 
+/* Copies, not getenv's pointers: setproctitle (vLLM names its processes "VLLM::EngineCore") reuses the
+ * memory of the original environment for the new title. */
+static const char *env_copy(const char *name) {
+    const char *v = getenv(name);
+    return v ? strdup(v) : NULL;
+}
+
 void tw_trace_init(void) {
-    trace_path = getenv("TIMEWARP_TRACE");
-    report_path = getenv("TIMEWARP_REPORT");
+    trace_path = env_copy("TIMEWARP_TRACE");
+    report_path = env_copy("TIMEWARP_REPORT");
     tracing = trace_path && *trace_path;
     const char *m = getenv("TIMEWARP_TRACE_MAX");
     if (m) maxrecs = strtoull(m, NULL, 0);
@@ -52,9 +59,15 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
+/* Written through a temporary file and a rename, so a reader never sees half a trace. A process that ran
+ * nothing on a GPU writes none: with several processes (vLLM's API server, engine core and benchmark
+ * client) the file is the one that did the GPU work. */
 static void write_trace(void) {
-    FILE *f = fopen(trace_path, "w");
-    if (!f) { tw_log("cannot write trace %s", trace_path); return; }
+    if (!nrecs) return;
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%d.tmp", trace_path, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) { tw_log("cannot write trace %s", tmp); return; }
     fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
     for (size_t i = 0; i < nrecs; i++) {
         rec *r = &recs[i];
@@ -78,7 +91,7 @@ static void write_trace(void) {
         fprintf(f, "}}\n");
     }
     fprintf(f, "]}\n");
-    fclose(f);
+    if (fclose(f) == 0) rename(tmp, trace_path); else unlink(tmp);
 }
 
 struct unimpl_ctx { FILE *f; int n; };
@@ -136,9 +149,20 @@ void tw_report_snapshot_maybe(void) {
     int64_t now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
     if (now_ns - last_ns < 2000000000) return;
     last_ns = now_ns;
+    tw_charge_pause();   /* the emulator's bookkeeping is not the program's host time */
+    /* the trace too, less often (it can be tens of MB): a killed process keeps its timeline up to here */
+    static int64_t last_trace_ns;
+    static size_t last_trace_recs;
+    if (tracing && nrecs != last_trace_recs && now_ns - last_trace_ns >= 20000000000LL) {
+        TW_LOCK();
+        write_trace();
+        TW_UNLOCK();
+        last_trace_ns = now_ns;
+        last_trace_recs = nrecs;
+    }
     size_t len = 0;
     char *line = report_line(tw_now(), 1, &len);
-    if (!line) return;
+    if (!line) { tw_charge_resume(); return; }
     char path[4096], tmp[4200];
     live_path(path, sizeof path);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -149,6 +173,7 @@ void tw_report_snapshot_maybe(void) {
         if (w == (ssize_t)len) rename(tmp, path); else unlink(tmp);
     }
     free(line);
+    tw_charge_resume();
 }
 
 void tw_report_at_exit(void) {

@@ -209,6 +209,7 @@ typedef struct tw_kernel {
     uint32_t id;             /* dense id, for caches and traces */
     int n_params;            /* -1 unknown */
     int max_threads, shared_bytes, const_bytes, local_bytes, num_regs, max_dyn_shared;
+    int step_class;          /* step.c's classification, cached: 0 not yet, else tw_step_class */
 } tw_kernel;
 
 tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */
@@ -303,13 +304,26 @@ typedef enum {
     TW_LAYER_INTERP = 2,     /* interpolated between measured rows of the same family */
     TW_LAYER_NEAREST = 3,    /* the roofline times the efficiency measured on the nearest shapes */
     TW_LAYER_GRAPH = 4,      /* a graph launch: the sum of its nodes' predictions */
+    TW_LAYER_STEP = 5,       /* attention timed from the integration's step context (step.c) */
 } tw_layer;
 uint64_t tw_predict(int dev, const tw_op *op);
+/* ---------------------------------------------------------------- step context (step.c) */
+/* A serving integration's description of the batch now being run: each request's query length (tokens
+ * computed this step) and context length (tokens attended to, the new ones included), and the attention
+ * shape per GPU. Kernels whose work lives in device memory (varlen FlashAttention, also inside full CUDA
+ * graphs) are timed from it. */
+void tw_step_set(int nreq, const int32_t *q_lens, const int32_t *k_lens, int heads, int kv_heads, int head_dim);
+uint64_t tw_step_generation(void);    /* changes with every tw_step_set; 0 before the first */
+int tw_step_dependent(const tw_op *op); /* op's time comes from the step context when there is one */
+/* Seconds for a step-dependent op under the current context; 0 when op is not one or there is no context. */
+double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op);
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
 /* The analytical layer, in seconds (profile.c scales measured times between GPUs with it). */
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
+/* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_request_ns. */
+int tw_profile_attn_step(double coef[4]);
 const char *tw_layer_name(int layer);
 
 /* ---------------------------------------------------------------- records (trace.c) */

@@ -1,0 +1,43 @@
+"""timewarp's vLLM plugin: what an emulated vLLM needs from outside its own code.
+
+vLLM loads it in every process through its `vllm.general_plugins` entry point (pyproject.toml); it does
+nothing unless the process runs under timewarp (TIMEWARP_GPU set and the shim loaded). Under emulation it
+- supplies the results the host reads back from the GPU every step (sampled token ids and the number of
+  tokens each request sampled), which kernels that never run cannot produce (host_results.py);
+- hands the predictor each step's attention work (per-request query and context lengths), which decides
+  FlashAttention's time inside and outside CUDA graphs (step_context.py);
+- stands in for FlashInfer's sampling module, which vLLM would otherwise JIT-compile with nvcc at start-up
+  (flashinfer_sampling.py).
+vLLM's files are never edited: the plugin wraps methods of vLLM's classes at load time.
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+import os
+
+log = logging.getLogger("timewarp.vllm")
+
+_done = False
+
+
+def emulated() -> bool:
+    """This process runs on timewarp's fake CUDA stack."""
+    if not os.environ.get("TIMEWARP_GPU"):
+        return False
+    try:
+        return hasattr(ctypes.CDLL(None), "tw_mem_lookup")
+    except OSError:
+        return False
+
+
+def register() -> None:
+    """The `vllm.general_plugins` entry point (vLLM may call it several times per process)."""
+    global _done
+    if _done or not emulated():
+        return
+    _done = True
+    from . import flashinfer_sampling, host_results, step_context
+    flashinfer_sampling.install()
+    host_results.install()
+    step_context.install()

@@ -1,0 +1,46 @@
+"""Run a function once a module is imported (now, if it already is), without importing it ourselves: the
+plugin is loaded in every vLLM process, and most of them never import the modules it patches."""
+from __future__ import annotations
+
+import importlib.abc
+import importlib.util
+import logging
+import sys
+from typing import Callable
+
+log = logging.getLogger("timewarp.vllm")
+
+
+def _safe(fn: Callable, module) -> None:
+    try:
+        fn(module)
+    except Exception:  # a vLLM version whose layout differs: say so, let vLLM run on unpatched
+        log.exception("timewarp: could not patch %s", getattr(module, "__name__", module))
+
+
+class _AfterImport(importlib.abc.MetaPathFinder):
+    def __init__(self, name: str, fn: Callable):
+        self.name, self.fn = name, fn
+
+    def find_spec(self, name, path, target=None):
+        if name != self.name:
+            return None
+        sys.meta_path.remove(self)
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.loader is None:
+            return spec
+        run = spec.loader.exec_module
+
+        def exec_module(module):
+            run(module)
+            _safe(self.fn, module)
+
+        spec.loader.exec_module = exec_module
+        return spec
+
+
+def after_import(name: str, fn: Callable) -> None:
+    if name in sys.modules:
+        _safe(fn, sys.modules[name])
+    else:
+        sys.meta_path.insert(0, _AfterImport(name, fn))

@@ -1,0 +1,146 @@
+"""The results vLLM's host reads back from the GPU every step, as the real run would produce them.
+
+vLLM's V2 model runner (the default when Triton is active) samples on the GPU and copies two small tensors
+to the host each step: the sampled token ids and the number of tokens each request sampled. Kernels never
+run under emulation, so the copies would carry whatever the memory held: token ids that the detokenizer
+rejects, and 1 sample for a request whose prompt is still being prefilled in chunks (a Triton kernel would
+have set 0). After vLLM's own sampling has launched its kernels (so they are timed), this writes the values
+into those tensors' host-backed device memory, before the copies to the host are issued:
+- number sampled: 1 per request, 0 while a chunked prefill has not reached the end of its prompt (the rule
+  of vLLM's `_get_num_sampled_and_rejected_kernel`);
+- token ids: a deterministic function of the request and its position, drawn from the tokenizer's ordinary
+  ids (never an end-of-sequence id, never a special or byte token). A request therefore ends at its
+  max_tokens or a stop condition, never at EOS: with `--ignore-eos` that is exactly what the real run does;
+  without it, the real run with dummy weights ends where random weights happen to pick EOS, which cannot be
+  predicted (docs/VLLM.md).
+Speculative decoding (rejection sampling) is not modelled: its accepted-draft counts are left as sampled.
+"""
+from __future__ import annotations
+
+import logging
+import zlib
+
+import numpy as np
+import torch
+
+log = logging.getLogger("timewarp.vllm")
+
+_warned: set[str] = set()
+
+
+def _warn_once(key: str, msg: str, *args) -> None:
+    if key not in _warned:
+        _warned.add(key)
+        log.warning("timewarp: " + msg, *args)
+
+
+def _shadow():
+    from timewarp.integrations import torch_shadow
+    return torch_shadow
+
+
+class TokenSource:
+    """Token ids for (request, position): ordinary ids of the tokenizer, a fixed function of both."""
+
+    def __init__(self, model_config):
+        self.lo, self.hi, self.avoid = self._range(model_config)
+        self._req_hash: dict[str, int] = {}
+
+    @staticmethod
+    def _range(model_config) -> tuple[int, int, np.ndarray]:
+        hi = int(getattr(model_config.hf_text_config, "vocab_size", 0) or model_config.get_vocab_size())
+        specials: set[int] = set()
+        try:
+            from transformers import AutoTokenizer
+            tok = AutoTokenizer.from_pretrained(model_config.tokenizer, trust_remote_code=model_config.trust_remote_code,
+                                                revision=model_config.tokenizer_revision)
+            hi = min(hi, len(tok))
+            specials.update(int(i) for i in tok.all_special_ids)
+        except Exception as e:  # no tokenizer (skip_tokenizer_init): the model's vocabulary, minus its EOS
+            _warn_once("tok", "no tokenizer for sampled ids (%s); using ids below the model's vocabulary", e)
+        eos = getattr(model_config.hf_config, "eos_token_id", None)
+        specials.update([eos] if isinstance(eos, int) else list(eos or []))
+        # Byte-fallback and control tokens sit at the bottom of most vocabularies: start above them.
+        lo = 259 if hi > 4096 else 1
+        return lo, hi, np.array(sorted(specials), dtype=np.int64)
+
+    def ids(self, req_ids: list[str], positions: np.ndarray) -> np.ndarray:
+        h = np.array([self._hash(r) for r in req_ids], dtype=np.uint64)
+        x = (h * np.uint64(0x9E3779B97F4A7C15) + positions.astype(np.uint64) * np.uint64(0xBF58476D1CE4E5B9))
+        x ^= x >> np.uint64(29)
+        out = (self.lo + (x % np.uint64(self.hi - self.lo))).astype(np.int64)
+        if self.avoid.size:
+            out = np.where(np.isin(out, self.avoid), self.lo + (out - self.lo + 1) % (self.hi - self.lo), out)
+        return out
+
+    def _hash(self, req_id: str) -> int:
+        h = self._req_hash.get(req_id)
+        if h is None:
+            if len(self._req_hash) > 65536:
+                self._req_hash.clear()  # bounded: a long serving run sees unboundedly many requests
+            h = self._req_hash[req_id] = zlib.crc32(req_id.encode())
+        return h
+
+
+def num_sampled(input_batch) -> np.ndarray:
+    """1 per request, 0 for a chunked prefill that has not reached the end of its prompt."""
+    n = input_batch.num_reqs
+    seq_len = input_batch.num_computed_tokens_np[:n] + input_batch.num_scheduled_tokens[:n]
+    return (seq_len >= input_batch.prefill_len_np[:n]).astype(np.int64)
+
+
+def _write(t: torch.Tensor, values: np.ndarray, what: str) -> bool:
+    sh = _shadow()
+    if t.device.type != "cuda" or not sh._backed(t):
+        _warn_once(what, "%s (%s, %d bytes) is not in host-backed memory; the host reads stale values",
+                   what, t.dtype, t.numel() * t.element_size())
+        return False
+    host = sh._alias(t)
+    flat = host.reshape(-1) if host.is_contiguous() else host
+    k = min(flat.shape[0], values.shape[0])
+    flat[:k] = torch.from_numpy(values[:k]).to(flat.dtype)
+    return True
+
+
+def fill(runner, input_batch, sampler_output, num_sampled_t: torch.Tensor) -> None:
+    if input_batch.num_draft_tokens:
+        _warn_once("spec", "speculative decoding: accepted-draft counts are not modelled")
+    sh = _shadow()
+    sh._pause()  # the emulator's bookkeeping is not the program's host time
+    try:
+        src = getattr(runner, "_timewarp_tokens", None)
+        if src is None:
+            src = runner._timewarp_tokens = TokenSource(runner.model_config)
+        n = input_batch.num_reqs
+        ns = num_sampled(input_batch)
+        positions = input_batch.num_computed_tokens_np[:n] + input_batch.num_scheduled_tokens[:n]
+        ids = src.ids(input_batch.req_ids[:n], positions)
+        _write(sampler_output.sampled_token_ids, ids, "sampled token ids")
+        _write(num_sampled_t, ns.astype(np.int64), "number of sampled tokens")
+    finally:
+        sh._resume()
+
+
+def _patch_runner(module) -> None:
+    cls = module.GPUModelRunner
+    if getattr(cls.sample, "_timewarp", False):
+        return
+    orig = cls.sample
+
+    def sample(self, hidden_states, input_batch, grammar_output):
+        out = orig(self, hidden_states, input_batch, grammar_output)
+        sampler_output, n_sampled, _ = out
+        try:
+            fill(self, input_batch, sampler_output, n_sampled)
+        except Exception:
+            _warn_once("fill", "could not supply sampled results")
+            log.exception("timewarp: host_results")
+        return out
+
+    sample._timewarp = True
+    cls.sample = sample
+
+
+def install() -> None:
+    from ._hooks import after_import
+    after_import("vllm.v1.worker.gpu.model_runner", _patch_runner)

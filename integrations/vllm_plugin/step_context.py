@@ -1,0 +1,63 @@
+"""Each step's attention work, handed to the predictor before the step's kernels are launched.
+
+FlashAttention's kernels are launched with a persistent grid whose shape says nothing about the work: the
+query and context lengths of the batch sit in device memory (and inside a full CUDA graph the same launch
+serves every batch of a size). The predictor (shim_c/core/step.c) therefore times them from the step
+context: vLLM's V2 model runner builds every step's InputBatch on the host, with each request's number of
+scheduled tokens (query length) and tokens already computed, and this hands those lengths, with the
+model's attention shape, to the shim as soon as the batch is prepared. The context stays in force until the
+next step replaces it (warm-up and capture runs, which do not go through prepare_inputs, keep the last one).
+"""
+from __future__ import annotations
+
+import ctypes
+import logging
+
+import numpy as np
+
+log = logging.getLogger("timewarp.vllm")
+
+_core = ctypes.CDLL(None)
+_set = _core.tw_step_set
+_set.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int]
+_set.restype = None
+
+
+def publish(q_lens: np.ndarray, k_lens: np.ndarray, heads: int, kv_heads: int, head_dim: int) -> None:
+    q = np.ascontiguousarray(q_lens, dtype=np.int32)
+    k = np.ascontiguousarray(k_lens, dtype=np.int32)
+    _set(len(q), q.ctypes.data, k.ctypes.data, heads, kv_heads, head_dim)
+
+
+def _attention_shape(runner) -> tuple[int, int, int]:
+    shape = getattr(runner, "_timewarp_attn_shape", None)
+    if shape is None:
+        mc, pc = runner.model_config, runner.vllm_config.parallel_config
+        shape = (mc.get_num_attention_heads(pc), mc.get_num_kv_heads(pc), mc.get_head_size())
+        runner._timewarp_attn_shape = shape
+    return shape
+
+
+def _patch_runner(module) -> None:
+    cls = module.GPUModelRunner
+    if getattr(cls.prepare_inputs, "_timewarp", False):
+        return
+    orig = cls.prepare_inputs
+
+    def prepare_inputs(self, *args, **kwargs):
+        batch = orig(self, *args, **kwargs)
+        try:
+            n = batch.num_reqs
+            q = batch.num_scheduled_tokens[:n]
+            publish(q, batch.num_computed_tokens_np[:n] + q, *_attention_shape(self))
+        except Exception:
+            log.exception("timewarp: step context not published")
+        return batch
+
+    prepare_inputs._timewarp = True
+    cls.prepare_inputs = prepare_inputs
+
+
+def install() -> None:
+    from ._hooks import after_import
+    after_import("vllm.v1.worker.gpu.model_runner", _patch_runner)

@@ -1,0 +1,22 @@
+#!/bin/bash
+# One stage of a calibration lease on the H200 with vLLM 0.24.0 (issue 5), run from the repository root
+# after the parts written by ../shared/device/pack_site.sh .devpack 'vllm==0.24.0' were copied to
+# /root/parts (one `run` per part). Unpacks once (kept in /tmp/site while the machine stays warm).
+#   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
+#   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
+#   STAGE=serve   integrations/bench/real_vllm_baseline.sh with CASES/SPEC given in the environment
+set -u
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
+if [ ! -f /tmp/site/.unpacked ]; then
+  mkdir -p /tmp/site && cat /root/parts/part.* | xz -dc | tar -C /tmp/site -xf - && touch /tmp/site/.unpacked \
+    || { echo "unpack failed"; exit 2; }
+fi
+export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.max.sm --format=csv,noheader
+case "${STAGE:?}" in
+  attn)   python3 predictors/calibration/vllm_attention_bench.py --out "$OUT" --budget-s "${BUDGET_S:-200}" ;;
+  record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
+            predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
+  serve)  PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh ;;
+  *) echo "unknown STAGE=$STAGE"; exit 2 ;;
+esac

@@ -1,0 +1,82 @@
+/* The step context: what a serving integration says about the batch being run, and the attention model
+ * that uses it.
+ *
+ * vLLM's FlashAttention 3 kernels run with a persistent grid, and a full CUDA graph replays the same
+ * launch for every batch of a size: neither the launch nor the graph says how much attention work a step
+ * has. The integration (integrations/vllm_plugin/step_context.py) publishes each request's query and
+ * context length before the step's kernels are launched; the main attention kernel is then timed as
+ *     t = t0 + per_request * nreq + max(flops / (eff_c * peak), bytes / (eff_m * bandwidth))
+ * with flops = 4 * heads * head_dim * sum over requests of the (causal) query-key pairs, and bytes the K/V
+ * read once per request plus Q and O. t0, eff_c, eff_m and per_request are fitted on the real H200
+ * (predictors/calibration/vllm_attention_bench.py -> an "attnstep" profile row); other GPUs use their own
+ * peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies default to the
+ * roofline's 0.6 / 1.0 and t0 to the launch floor.
+ */
+#define _GNU_SOURCE
+#include <string.h>
+#include "internal.h"
+
+typedef struct {
+    uint64_t gen;
+    double nreq, sum_q, sum_k, pairs, heads, kv_heads, head_dim;
+} step_ctx;
+
+static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
+static step_ctx cur;
+
+enum { STEP_UNCLASSIFIED = 0, STEP_NONE = 1, STEP_ATTENTION = 2 };
+
+void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv_heads, int head_dim) {
+    step_ctx c = {0};
+    for (int i = 0; i < nreq; i++) {
+        double qi = q[i] > 0 ? q[i] : 0, ki = k[i] > qi ? k[i] : qi;
+        c.sum_q += qi;
+        c.sum_k += ki;
+        /* causal: the i-th new token sees the ki - qi earlier tokens and the i new ones before it, itself included */
+        c.pairs += qi * (ki - qi) + qi * (qi + 1) / 2;
+    }
+    c.nreq = nreq;
+    c.heads = heads; c.kv_heads = kv_heads > 0 ? kv_heads : heads; c.head_dim = head_dim;
+    pthread_mutex_lock(&step_lock);
+    c.gen = cur.gen + 1;
+    cur = c;
+    pthread_mutex_unlock(&step_lock);
+}
+
+uint64_t tw_step_generation(void) {
+    pthread_mutex_lock(&step_lock);
+    uint64_t g = cur.gen;
+    pthread_mutex_unlock(&step_lock);
+    return g;
+}
+
+static int classify(const tw_kernel *k) {
+    const char *n = k->pretty ? k->pretty : k->name;
+    /* FlashAttention 3 (vLLM's vllm_flash_attn, sm90) and 2's forward kernels; not the split-KV combine */
+    if (strstr(n, "pytorch_flash")) return STEP_NONE;   /* torch's own SDPA kernels are annotated by shape */
+    if (strstr(n, "FlashAttnFwdSm90") || strstr(n, "FlashAttnFwdSm80") ||
+        ((strstr(n, "flash_fwd_kernel") || strstr(n, "flash_fwd_splitkv_kernel")) && !strstr(n, "combine")))
+        return STEP_ATTENTION;
+    return STEP_NONE;
+}
+
+int tw_step_dependent(const tw_op *op) {
+    if (op->kind != TW_OP_KERNEL || !op->kernel) return 0;
+    tw_kernel *k = (tw_kernel *)op->kernel;
+    if (!k->step_class) k->step_class = classify(k);   /* a benign race: every thread computes the same */
+    return k->step_class == STEP_ATTENTION;
+}
+
+double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
+    if (!tw_step_dependent(op)) return 0;
+    pthread_mutex_lock(&step_lock);
+    step_ctx c = cur;
+    pthread_mutex_unlock(&step_lock);
+    if (!c.gen || c.nreq <= 0) return 0;
+    double coef[4];
+    if (!tw_profile_attn_step(coef)) { coef[0] = spec->launch_floor_s * 1e9; coef[1] = 0.6; coef[2] = 1.0; coef[3] = 0; }
+    double flops = 4 * c.heads * c.head_dim * c.pairs;
+    double bytes = 2.0 * c.head_dim * (2 * c.sum_k * c.kv_heads + 2 * c.sum_q * c.heads);   /* bf16 K,V read; Q read, O written */
+    double tc = flops / (coef[1] * spec->peak_flops_bf16), tm = bytes / (coef[2] * spec->mem_bw);
+    return (coef[0] + coef[3] * c.nreq) * 1e-9 + (tc > tm ? tc : tm);
+}
