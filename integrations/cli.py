@@ -2,6 +2,7 @@
 
     timewarp run [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict] [--] CMD ...
     timewarp demo [--gpu H200] [...] [-- DEMO-ARGS]
+    timewarp vllm-bench [--gpu H200] [--model DIR] [--input-len N] [--output-len N] [--num-prompts N] [--concurrency N]
     timewarp gpus
     timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
     timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE]
@@ -118,6 +119,46 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
     # dispatch overhead is only partly excluded from the virtual clock (docs/LIMITATIONS.md).
     os.environ.setdefault("TIMEWARP_SHADOW", "0")
     ctx.exit(_launch(argv, gpu, gpus, report, trace, strict))
+
+
+@cli.command("vllm-bench")
+@click.option("--gpu", default=None, callback=_gpu_key, metavar="NAME", help="Virtual GPU (default H200).")
+@click.option("--model", type=click.Path(file_okay=False), default=None,
+              help="Model folder (config.json + tokenizer; weights are not read). Default: the embedded "
+                   "Llama-3-8B-shaped model.")
+@click.option("--input-len", type=click.IntRange(1), default=512, show_default=True, help="Prompt tokens.")
+@click.option("--output-len", type=click.IntRange(1), default=128, show_default=True, help="Output tokens (--ignore-eos).")
+@click.option("--num-prompts", type=click.IntRange(1), default=32, show_default=True)
+@click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True, help="--max-concurrency.")
+@click.option("--serve-arg", "serve_args", multiple=True, help="Extra argument for `vllm serve` (repeatable).")
+@click.option("--bench-arg", "bench_args", multiple=True, help="Extra argument for `vllm bench serve` (repeatable).")
+@click.option("--logs", type=click.Path(file_okay=False), default=None, help="Keep logs and the result JSON in DIR.")
+@click.pass_context
+def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency, serve_args, bench_args, logs) -> None:
+    """Serve a model with `vllm serve` and benchmark it with `vllm bench serve`, both on the virtual GPU and one
+    virtual clock; print the predicted TTFT, TPOT, ITL and throughput. Needs vLLM 0.24 installed."""
+    import importlib.util
+    import tempfile
+
+    from timewarp.integrations import vllm_bench as vb
+
+    if importlib.util.find_spec("vllm") is None:
+        click.echo("timewarp vllm-bench needs vLLM: pip install vllm==0.24.0", err=True)
+        ctx.exit(1)
+    model = os.path.abspath(model) if model else str(vb.EMBEDDED_MODEL)
+    if not os.path.isfile(os.path.join(model, "config.json")):
+        click.echo(f"timewarp vllm-bench: {model} has no config.json (a model folder is needed)", err=True)
+        ctx.exit(2)
+    workdir = os.path.abspath(logs) if logs else tempfile.mkdtemp(prefix="timewarp-vllm-bench-")
+    spec = vb.Spec(model=model, port=vb.free_port(), input_len=input_len, output_len=output_len,
+                   num_prompts=num_prompts, concurrency=concurrency, workdir=workdir,
+                   serve_args=list(serve_args), bench_args=list(bench_args))
+    try:
+        rc = vb.run_benchmark(spec, gpu, catalog.get(gpu).name, launcher.launch)
+    except (launcher.LauncherError, launcher.CommandError) as e:
+        click.echo(f"timewarp: {e}", err=True)
+        rc = 1
+    ctx.exit(rc)
 
 
 @cli.command()

@@ -8,6 +8,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns> <ns>     host costs of the real stack per call
     kgap  <ns>                                                      time between back-to-back kernels
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
+    attnstep <t0_ns> <eff_compute> <eff_memory> <per_tile_ns>       vLLM's FA3 main kernel per step (step.c)
 
 Device times come from CUDA-graph replays (`mode == graph`: no launch gaps), copies between host and device
 from eager loops (the only mode measured for them). PyTorch's F.linear(x[m,k], w[n,k]) is cuBLAS
@@ -22,7 +23,22 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
 - kernels without an annotation (kernels_2026-11-29 and -29b, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.
-Only rows not held out go into the table; `timewarp validate` reports both sets.
+- kernels without an annotation recorded inside a real vLLM 0.24.0 run (vllm_kernels_2026-11-30, the recorder
+  around predictors/calibration/vllm_workload.py; family `vkern`): per kernel name and block shape, the
+  distinct launch sizes (number of blocks) are sorted and those at odd positions are held out, so that a
+  held-out size is predicted by interpolation between its fitted neighbours. GEMM kernels (nvjet, cutlass or
+  cuBLAS gemm/gemv: timed by the GEMM annotation) and the attention kernels step.c times (FlashAttention's
+  main forward kernels) get no rows. Keys the kernels_2026-11-29 recordings already have keep those rows.
+- GEMMs measured inside the real vLLM run (family `vgemm`: vllm_kernels_2026-11-30/gemm_rows.csv, keyed by
+  aligning the recording's steps with an emulated run of the same workload, predictors/vllm_gemm_rows.py; the
+  time is the GEMM's slot in the graph: its kernels plus the gaps they add). Per (M, K) family the token
+  counts N are sorted; an N in GEMM_TOKENS is held out exactly when the microbenchmark split holds it out,
+  any other N at odd positions, and each family's smallest and largest N are always fitted. Where a key
+  exists in both sources the vLLM row replaces the microbenchmark's (the in-situ measurement).
+- vLLM's FlashAttention-3 step model (`attnstep`, fitted by predictors/fit_attention.py on
+  vllm_kernels_2026-11-30/attention.csv): a benchmark case is held out when crc32 of its case_id is odd.
+Only rows not held out go into the table; `timewarp validate` reports both sets
+(`python -m timewarp.predictors.fit_attention` and `... .check_vllm_kernels` report the last two).
 
     python -m timewarp.predictors.profile_build [MICROBENCH_DIR] [OUT]
 """
@@ -31,11 +47,18 @@ from __future__ import annotations
 import math
 import pathlib
 import sys
+import zlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"
 KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet" for d in ("kernels_2026-11-29", "kernels_2026-11-29b")]
+VLLM_DIR = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
+VLLM_KERNELS = [VLLM_DIR / "kernels.parquet"]
+# kernels whose time comes from elsewhere: GEMMs (the cuBLAS annotation) and the attention kernels step.c
+# classifies as step-timed (keep in sync with classify() there)
+GEMM_KERNEL = r"^nvjet|gemm|gemv|xmma|tensorop"
+STEP_KERNEL = r"FlashAttnFwdSm90|FlashAttnFwdSm80|^(?!.*pytorch_flash)(?!.*combine).*flash_fwd_(?:splitkv_)?kernel"
 KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding", "sdpa_backends",
                    "compile_sizes"}
 
@@ -65,6 +88,17 @@ def is_held_out(family: str, row) -> bool:
         return length in grid and grid.index(length) % 2 == 1
     if family == "copy":
         return int(math.log2(int(row.bytes))) % 2 == 1
+    if family == "kern":        # a workload of the kernels_2026-11-29 recordings (or a microbenchmark row)
+        return round(math.log2(float(row.numel))) % 2 == 1
+    if family == "vkern":       # a launch size of the vLLM recording: row.pos, its rank among its kernel's sizes
+        return int(row.pos) % 2 == 1
+    if family == "vgemm":       # row: N, pos (rank of N in its (M, K) family), last (the family's last rank)
+        n, pos = int(row.N), int(row.pos)
+        if pos == 0 or pos == int(row.last):
+            return False
+        return GEMM_TOKENS.index(n) % 2 == 1 if n in GEMM_TOKENS else pos % 2 == 1
+    if family == "attnstep":    # a case of vllm_attention_bench.py
+        return zlib.crc32(str(row.case_id).encode()) % 2 == 1
     raise ValueError(family)
 
 
@@ -90,13 +124,28 @@ def _copy_rows(pd, src):
     return c[(c.op != "D2D") | (c["mode"] == "graph")]
 
 
+def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
+    """("gemm", key, slot ns, held_out) for the GEMMs measured inside the real vLLM run."""
+    if not path.exists():
+        return []
+    g = pd.read_csv(path)
+    g["pos"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.rank(method="first").astype(int) - 1
+    g["last"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.transform("size") - 1
+    return [("gemm", (int(r.a_type), int(r.ta), int(r.tb), int(r.M), int(r.K), int(r.N), int(r.batch)),
+             float(r.slot_ns), is_held_out("vgemm", r)) for r in g.itertuples()]
+
+
 def rows(src: pathlib.Path = DEFAULT_SRC):
     """(family, key tuple, measured ns, held_out) for every usable measurement."""
     import pandas as pd
 
     out = []
+    vgemm = vllm_gemm_rows(pd)
+    in_situ = {key for _, key, _, _ in vgemm}
+    out += vgemm
     for r in _gemm_rows(pd, src).itertuples():
-        out.append(("gemm", gemm_key(r), r.t_median_us * 1e3, is_held_out("gemm", r)))
+        if gemm_key(r) not in in_situ:
+            out.append(("gemm", gemm_key(r), r.t_median_us * 1e3, is_held_out("gemm", r)))
     for r in _attn_rows(pd, src).itertuples():
         key = (int(bool(r.causal)), int(r.heads), int(r.kv_heads), int(r.head_dim), int(r.batch), int(r.q_len),
                int(r.kv_len))
@@ -124,7 +173,90 @@ def kernel_rows(paths: list[pathlib.Path] = KERNELS):
     fields = k.lab.str.extract(r"sec=([^|]*)\|op=([^|]*)\|dtype=([^|]*)\|.*numel=(\d+)")
     k = k.assign(sec=fields[0], op=fields[1], dtype=fields[2], numel=fields[3].astype(float))
     k = k[k.sec.isin(KERNEL_SECTIONS)]
-    return k.assign(held_out=(k.numel.map(lambda n: round(math.log2(n)) % 2 == 1)))
+    return k.assign(held_out=[is_held_out("kern", r) for r in k[["numel"]].itertuples()])
+
+
+KERN_KEY = ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+
+
+def vllm_kernel_rows(paths: list[pathlib.Path] = VLLM_KERNELS):
+    """Every kernel launch of the vLLM recording that the profile's kern rows can time: a DataFrame with the
+    launch key (name, grid, block), dur_ns, launch_api, blocks (grid product), pos (rank of blocks among the
+    distinct block counts of the same name and block shape) and held_out."""
+    import pandas as pd
+
+    k = pd.concat([pd.read_parquet(p) for p in paths if p.exists()], ignore_index=True)
+    k = k[(k.kind == "kernel") & k.dur_ns.notna() & k.grid_x.notna()]
+    k = k[~k.name.str.contains(GEMM_KERNEL, case=False, regex=True) & ~k.name.str.contains(STEP_KERNEL, regex=True)]
+    k = k.assign(**{c: k[c].astype(int) for c in KERN_KEY[1:]})
+    k = k.assign(blocks=k.grid_x * k.grid_y * k.grid_z)
+    shape = ["name", "block_x", "block_y", "block_z"]
+    pos = k[shape + ["blocks"]].drop_duplicates().sort_values(shape + ["blocks"])
+    pos = pos.assign(pos=pos.groupby(shape).cumcount())
+    k = k.merge(pos, on=shape + ["blocks"])
+    return k.assign(held_out=[is_held_out("vkern", r) for r in k[["pos"]].itertuples()])
+
+
+def kern_table():
+    """The `kern` rows the table gets, as a DataFrame (KERN_KEY columns, ns, source): the median duration per
+    launch key over the fitted launches of the kernels_2026-11-29 recordings, then the vLLM recording's keys
+    that these lack."""
+    import pandas as pd
+
+    parts = []
+    if any(p.exists() for p in KERNELS):
+        rec = kernel_rows()
+        parts.append(rec[~rec.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()
+                     .assign(source="kernels_2026-11-29"))
+    if any(p.exists() for p in VLLM_KERNELS):
+        v = vllm_kernel_rows()
+        parts.append(v[~v.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()
+                     .assign(source="vllm_kernels_2026-11-30"))
+    if not parts:
+        return pd.DataFrame(columns=KERN_KEY + ["ns", "source"])
+    t = pd.concat(parts, ignore_index=True)
+    t = t.assign(**{c: t[c].astype(int) for c in KERN_KEY[1:]}).drop_duplicates(KERN_KEY, keep="first")
+    return t.sort_values(KERN_KEY).reset_index(drop=True)
+
+
+class KernTable:
+    """profile.c's kern_predict, in Python, over kern_table()'s rows: exact key, else log-log interpolation
+    over the number of blocks between rows of the same name and block shape, proportional above the largest,
+    the smallest's time below it; kgap added. None where the name and block shape have no row."""
+
+    def __init__(self, table, kgap_ns: float):
+        self.kgap = kgap_ns
+        self.rows: dict = {}
+        for r in table.itertuples():
+            self.rows.setdefault((r.name, r.block_x, r.block_y, r.block_z), []).append(
+                (r.grid_x * r.grid_y * r.grid_z, (r.grid_x, r.grid_y, r.grid_z), r.ns))
+        for v in self.rows.values():
+            v.sort(key=lambda x: x[0])
+
+    def predict_ns(self, name: str, grid, block):
+        rows = self.rows.get((name, *map(int, block)))
+        if not rows:
+            return None, "none"
+        grid = tuple(map(int, grid))
+        blocks = grid[0] * grid[1] * grid[2]
+        below = above = None
+        for b, g, ns in rows:
+            if g == grid:
+                return ns + self.kgap, "exact"
+            if b <= blocks:
+                below = (b, ns)
+            elif above is None:
+                above = (b, ns)
+        if below and above:
+            b0, t0 = below
+            b1, t1 = above
+            ns = t0 if b1 == b0 else math.exp(math.log(t0) + (math.log(blocks) - math.log(b0)) /
+                                              (math.log(b1) - math.log(b0)) * (math.log(t1) - math.log(t0)))
+        elif below:
+            ns = below[1] * max(blocks / below[0], 1)
+        else:
+            ns = above[1]
+        return ns + self.kgap, "interp"
 
 
 def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = KERNELS) -> float:
@@ -168,13 +300,15 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
     if any(p.exists() for p in KERNELS):
         gap = kernel_gap_ns(src)
         lines.append(f"kgap\t{gap:.0f}")
-        rec = kernel_rows()
-        rec = rec[~rec.held_out]
-        keys = ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
-        for key, g in sorted(rec.groupby(keys).dur_ns.median().items()):
-            name, *dims = key
-            lines.append("\t".join(["kern", *(str(int(d)) for d in dims), f"{g:.0f}", name]))
-            n += 1
+    if (VLLM_DIR / "attention.csv").exists():
+        from . import fit_attention
+
+        coef = fit_attention.fit().coef
+        lines.append("attnstep\t" + "\t".join(f"{c:.6g}" for c in coef))
+        n += 1
+    for r in kern_table().itertuples():
+        lines.append("\t".join(["kern", *(str(int(getattr(r, d))) for d in KERN_KEY[1:]), f"{r.ns:.0f}", r.name]))
+        n += 1
     out.write_text("\n".join(lines) + "\n")
     return n
 

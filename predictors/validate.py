@@ -10,7 +10,6 @@ host's launch cost counts).
 """
 from __future__ import annotations
 
-import math
 import pathlib
 import subprocess
 import sys
@@ -53,9 +52,8 @@ def _split(table: str, row) -> str:
     'no profile' for families the profile does not cover yet."""
     from timewarp.predictors import profile_build as pb
 
-    if table == "elementwise":  # the recorder's kernel launches, split by element count
-        return "held-out" if round(math.log2(row.numel)) % 2 == 1 else "fit"
-    family = {"gemm": "gemm", "sdpa": "attn", "memcpy": "copy"}.get(table)
+    family = {"gemm": "gemm", "sdpa": "attn", "memcpy": "copy",
+              "elementwise": "kern"}.get(table)   # elementwise: the recorder's launches, split by element count
     if family is None:
         return "no profile"
     try:

@@ -5,20 +5,28 @@
  * launch for every batch of a size: neither the launch nor the graph says how much attention work a step
  * has. The integration (integrations/vllm_plugin/step_context.py) publishes each request's query and
  * context length before the step's kernels are launched; the main attention kernel is then timed as
- *     t = t0 + per_request * nreq + max(flops / (eff_c * peak), bytes / (eff_m * bandwidth))
- * with flops = 4 * heads * head_dim * sum over requests of the (causal) query-key pairs, and bytes the K/V
- * read once per request plus Q and O. t0, eff_c, eff_m and per_request are fitted on the real H200
- * (predictors/calibration/vllm_attention_bench.py -> an "attnstep" profile row); other GPUs use their own
- * peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies default to the
- * roofline's 0.6 / 1.0 and t0 to the launch floor.
+ *     t = t0 + per_tile * tiles + flops / (eff_c * peak) + bytes / (eff_m * bandwidth)
+ * with flops = 4 * heads * head_dim * sum over requests of the (causal) query-key pairs, bytes the K/V
+ * read once per request plus Q and O, and tiles FA3's work tiles: per request and KV head, the query rows
+ * of its head group (GQA-packed, q_i * heads / kv_heads) in blocks of 128. Compute and memory time add
+ * rather than overlap (max): a step mixes compute-bound prefill tiles and memory-bound decode tiles, and the
+ * persistent kernel spends the sum on them (vLLM 0.24's FA3 on the H200: with max() the mixed batches of
+ * vllm_attention_bench.py keep 11-18% median error, with the sum 3%); the per-tile cost (~14 ns, a tile's
+ * prologue/epilogue spread over the SMs) is what makes many short prefills slower than their FLOPs, and what
+ * a decode request costs beyond its bytes (8 tiles, one per KV head).
+ * t0, eff_c, eff_m and per_tile are fitted on the real H200 (predictors/calibration/vllm_attention_bench.py
+ * -> predictors/fit_attention.py -> the "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns>" profile row); other
+ * GPUs use their own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
+ * default to the roofline's 0.6 / 1.0, t0 to the launch floor and per_tile to 0.
  */
 #define _GNU_SOURCE
+#include <math.h>
 #include <string.h>
 #include "internal.h"
 
 typedef struct {
     uint64_t gen;
-    double nreq, sum_q, sum_k, pairs, heads, kv_heads, head_dim;
+    double nreq, sum_q, sum_k, pairs, tiles, heads, kv_heads, head_dim;
 } step_ctx;
 
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -28,15 +36,18 @@ enum { STEP_UNCLASSIFIED = 0, STEP_NONE = 1, STEP_ATTENTION = 2 };
 
 void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv_heads, int head_dim) {
     step_ctx c = {0};
+    c.heads = heads; c.kv_heads = kv_heads > 0 ? kv_heads : heads; c.head_dim = head_dim;
+    double group = c.kv_heads > 0 ? c.heads / c.kv_heads : 1;
     for (int i = 0; i < nreq; i++) {
         double qi = q[i] > 0 ? q[i] : 0, ki = k[i] > qi ? k[i] : qi;
         c.sum_q += qi;
         c.sum_k += ki;
         /* causal: the i-th new token sees the ki - qi earlier tokens and the i new ones before it, itself included */
         c.pairs += qi * (ki - qi) + qi * (qi + 1) / 2;
+        /* work tiles: the request's query rows of one KV head's group, in blocks of 128 rows, per KV head */
+        c.tiles += c.kv_heads * ceil(qi * group / 128);
     }
     c.nreq = nreq;
-    c.heads = heads; c.kv_heads = kv_heads > 0 ? kv_heads : heads; c.head_dim = head_dim;
     pthread_mutex_lock(&step_lock);
     c.gen = cur.gen + 1;
     cur = c;
@@ -74,9 +85,10 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     pthread_mutex_unlock(&step_lock);
     if (!c.gen || c.nreq <= 0) return 0;
     double coef[4];
+    /* coef: t0_ns, eff_compute, eff_memory, per_tile_ns (the profile's attnstep row) */
     if (!tw_profile_attn_step(coef)) { coef[0] = spec->launch_floor_s * 1e9; coef[1] = 0.6; coef[2] = 1.0; coef[3] = 0; }
     double flops = 4 * c.heads * c.head_dim * c.pairs;
     double bytes = 2.0 * c.head_dim * (2 * c.sum_k * c.kv_heads + 2 * c.sum_q * c.heads);   /* bf16 K,V read; Q read, O written */
     double tc = flops / (coef[1] * spec->peak_flops_bf16), tm = bytes / (coef[2] * spec->mem_bw);
-    return (coef[0] + coef[3] * c.nreq) * 1e-9 + (tc > tm ? tc : tm);
+    return (coef[0] + coef[3] * c.tiles) * 1e-9 + tc + tm;
 }

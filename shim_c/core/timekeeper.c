@@ -57,6 +57,45 @@ void tw_tk_attach(int64_t *epoch_realtime, int64_t *epoch_monotonic) {
     tw_tk = k;
 }
 
+/* pthread_create (libc/thread.c): a slot for the thread about to be created, running at the creator's
+ * time, under a placeholder thread id (negative: the keeper does not look it up in /proc). */
+int tw_tk_reserve(void) {
+    if (!tw_tk || my_slot_none) return -1;
+    uint64_t now = tw_now();
+    static uint32_t seq;
+    uint32_t n = __atomic_fetch_add(&seq, 1, __ATOMIC_RELAXED);
+    int32_t placeholder = -(int32_t)(1 + ((((uint32_t)getpid() & 0x7fff) << 15) | (n & 0x7fff)));
+    tw_tk_slot *s = tw_tk_claim(tw_tk, (int32_t)getpid(), placeholder, now);
+    return s ? (int)(s - tw_tk->slots) : -1;
+}
+
+/* The new thread's first act: the reserved slot becomes its own. */
+void tw_tk_adopt(int idx) {
+    if (!tw_tk || idx < 0) return;
+    tw_tk_slot *s = &tw_tk->slots[idx];
+    __atomic_store_n(&s->tid, gettid_raw(), __ATOMIC_RELEASE);
+    my_slot = s;
+    my_slot_none = 0;
+    pthread_setspecific(slot_key, s);
+}
+
+void tw_tk_unreserve(int idx) {
+    if (tw_tk && idx >= 0) tw_tk_release(tw_tk, &tw_tk->slots[idx]);
+}
+
+/* Where this process's timeline starts: the clock of the slot handed to it across the exec (its parent's
+ * time then), or, for a process nobody handed one to, the run's highest time. */
+uint64_t tw_tk_start_clock(void) {
+    if (!tw_tk) return 0;
+    int32_t tid = gettid_raw();
+    uint32_t hi = __atomic_load_n(&tw_tk->hiwater, __ATOMIC_ACQUIRE);
+    for (uint32_t i = 0; i < hi; i++)
+        if (__atomic_load_n(&tw_tk->slots[i].tid, __ATOMIC_ACQUIRE) == tid) {
+            return __atomic_load_n(&tw_tk->slots[i].clock, __ATOMIC_ACQUIRE);
+        }
+    return __atomic_load_n(&tw_tk->max_now, __ATOMIC_ACQUIRE);
+}
+
 tw_tk_slot *tw_tk_thread_slot(uint64_t now) {
     if (__builtin_expect(my_slot != NULL, 1)) return my_slot;
     if (!tw_tk || my_slot_none) return NULL;

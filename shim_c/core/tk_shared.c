@@ -7,7 +7,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <stdlib.h>
 #include <linux/futex.h>
 #include <limits.h>
 #include <stdio.h>
@@ -90,6 +89,10 @@ tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t cloc
     if (!s) return NULL;
     s->pid = pid;
     s->ext = 0;
+    /* CPU time at `clock`: unknown here (a slot handed to a child before it runs, or claimed by a thread
+     * that stores its own right after); 0 lets the keeper extrapolate a new process by all of its CPU time
+     * instead of freezing it at a previous owner's reading */
+    STORE(&s->cpu, 0);
     STORE(&s->clock, clock);
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     STORE(&s->state, TW_SLOT_RUN);

@@ -31,6 +31,14 @@
 
 static uint64_t last_seq[TW_TK_SLOTS];
 static int64_t last_move[TW_TK_SLOTS];
+/* when a running slot's thread was first seen asleep in the kernel (0: not), and its CPU time then */
+static int64_t asleep_since[TW_TK_SLOTS];
+static uint64_t asleep_cpu[TW_TK_SLOTS];
+/* A running thread is declared LOST only after sleeping this long without using CPU: a program's short
+ * blocking calls (reading a file, a page fault, a pipe that answers at once) are part of its work, and
+ * declaring it idle at the first glimpse lets a sleeping thread elsewhere jump the clock past it (an
+ * import of torch, full of such calls, made a polling parent's clock run 20x faster than real time). */
+#define LOST_NS 20000000ll
 
 EXPORT tw_tk_shared *tw_keeper_create(const char *path, const char *topology) {
     struct timespec r, m;
@@ -77,10 +85,20 @@ static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
         if (!tid) continue;
         uint32_t st = LOAD(&s->state);
         uint64_t seq = LOAD(&s->seq);
-        if (seq != last_seq[i]) { last_seq[i] = seq; last_move[i] = t; }
+        if (seq != last_seq[i]) { last_seq[i] = seq; last_move[i] = t; asleep_since[i] = 0; }
         if (st == TW_SLOT_SLEEP || st == TW_SLOT_TWAIT) waiting++;
         int stale = t - last_move[i] > STALE_NS;
         if (!stale) continue;
+        if (tid < 0) {   /* reserved for a thread being created (libc/thread.c): only its process can end it */
+            if (t - last_move[i] > 200 * STALE_NS && tw_tk_task_state(s->pid, 0) == '\0') {
+                int32_t expect = tid;
+                if (__atomic_compare_exchange_n(&s->tid, &expect, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+                    __atomic_store_n(&s->state, TW_SLOT_FREE, __ATOMIC_RELEASE);
+                    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+                }
+            }
+            continue;
+        }
         if (st != TW_SLOT_RUN) {
             /* an idle thread: only check now and then that it still exists */
             if (t - last_move[i] < 200 * STALE_NS || (i + (uint32_t)(t >> 20)) % 64) continue;
@@ -96,13 +114,17 @@ static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
             continue;
         }
         if (st != TW_SLOT_RUN) continue;
-        if (c == 'R') {
-            uint64_t base = LOAD(&s->cpu);
-            if (cpu > base) {
-                uint64_t x = LOAD(&s->clock) + (uint64_t)((double)(cpu - base) * host_speed);
-                __atomic_store_n(&s->ext, x, __ATOMIC_RELEASE);
-            }
-        } else {
+        uint64_t base = LOAD(&s->cpu);
+        if (cpu > base) {   /* computing, or it was since the last look: extrapolate by its CPU time */
+            uint64_t x = LOAD(&s->clock) + (uint64_t)((double)(cpu - base) * host_speed);
+            __atomic_store_n(&s->ext, x, __ATOMIC_RELEASE);
+        }
+        if (c == 'R' || c == 'D') {   /* on a CPU, or in a disk wait that is part of its work */
+            asleep_since[i] = 0;
+        } else if (!asleep_since[i] || cpu != asleep_cpu[i]) {
+            asleep_since[i] = t;
+            asleep_cpu[i] = cpu;
+        } else if (t - asleep_since[i] >= LOST_NS) {
             uint32_t expect = TW_SLOT_RUN;
             if (LOAD(&s->seq) == seq &&
                 __atomic_compare_exchange_n(&s->state, &expect, TW_SLOT_LOST, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))

@@ -106,6 +106,7 @@ int tw_libc_init(void) {
     R_SET(cond_wait, tw_resolve_cond("pthread_cond_wait"));
     R(sem_wait, "sem_wait");
     R(join, "pthread_join");
+    R(create, "pthread_create");
     R(execve, "execve");
     R(execv, "execv");
     R(execvp, "execvp");
@@ -237,6 +238,9 @@ __attribute__((weak)) void tw_tk_block_begin(void) {}
 __attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 1; }
 __attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
 __attribute__((weak)) void tw_tk_before_exec(void) {}
+__attribute__((weak)) int tw_tk_reserve(void) { return -1; }
+__attribute__((weak)) void tw_tk_adopt(int slot) { (void)slot; }
+__attribute__((weak)) void tw_tk_unreserve(int slot) { (void)slot; }
 
 int tw_libc_keeper(void) {
     tw_libc_depth++;

@@ -39,6 +39,12 @@ void tw_tk_block_begin(void);
 int tw_tk_due(uint64_t deadline);
 void tw_tk_wake(int how, uint64_t deadline);
 void tw_tk_before_exec(void);
+/* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
+ * first act, so that no clock jump can happen between the creation and the new thread's first reading
+ * (a creator that then waits for the thread would otherwise leave nothing running). -1: none. */
+int tw_tk_reserve(void);
+void tw_tk_adopt(int slot);
+void tw_tk_unreserve(int slot);
 
 /* ---------------------------------------------------------------- internal to shim_c/libc/ */
 #define TW_HIDDEN __attribute__((visibility("hidden")))
@@ -106,6 +112,7 @@ typedef struct tw_libc_real {
     int (*cond_wait)(void *, void *);
     int (*sem_wait)(void *);
     int (*join)(unsigned long, void **);
+    int (*create)(void *, const void *, void *(*)(void *), void *);
     int (*execve)(const char *, char *const[], char *const[]);
     int (*execv)(const char *, char *const[]);
     int (*execvp)(const char *, char *const[]);

@@ -339,13 +339,15 @@ static clockid_t tw_cond_clock(const pthread_cond_t *c) {
 
 /* Who can end a wait on a condvar or semaphore: this process's threads, or (process-shared object) any
  * process's. glibc: a condvar's __wrefs bit 0 is process-shared; a semaphore's `private` int (after its
- * 64-bit value) is FUTEX_PRIVATE_FLAG (128) unless shared. */
+ * 64-bit value) is 0 when private and FUTEX_PRIVATE_FLAG (128) when shared (glibc XORs it into the futex
+ * operation; checked with sem_init on glibc 2.36). Reading it the other way round made every contended
+ * Python lock (a private semaphore) wake at the run's latest time, dragging each process to the others. */
 static int tw_cond_wake(const pthread_cond_t *c) {
     return (__atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) & 1) ? TW_WAKE_ANY : TW_WAKE_LOCAL;
 }
 int tw_sem_wake(const sem_t *sem) {
     const int *priv = (const int *)((const char *)sem + sizeof(uint64_t));
-    return *priv == 0 ? TW_WAKE_ANY : TW_WAKE_LOCAL;
+    return *priv == 0 ? TW_WAKE_LOCAL : TW_WAKE_ANY;
 }
 
 #define TW_CALL_COND_TIMEDWAIT(a) tw_real.cond_timedwait(cond, mutex, a)

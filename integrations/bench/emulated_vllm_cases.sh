@@ -1,0 +1,34 @@
+#!/bin/bash
+# The emulated side of the accuracy table (issue 5): the same `vllm serve` and `vllm bench serve` cases as
+# integrations/bench/real_vllm_baseline.sh runs on the real H200, here under one `timewarp run`:
+#     timewarp run -- integrations/bench/emulated_vllm_cases.sh OUT_DIR [CASES]
+# then  python -m timewarp.integrations.bench_compare OUT_DIR  prints real vs emulated.
+# Writes OUT_DIR/serve.log, bench.log, caseK.json, and wall.txt (real seconds per case, from /proc/uptime:
+# the clocks inside the run are virtual).
+set -u
+OUT=$(mkdir -p "${1:?usage: emulated_vllm_cases.sh OUT_DIR [CASES]}" && cd "$1" && pwd)
+CASES=${2:-"1 2 3 4 5 6"}
+PY=${PYTHON:-python3}
+MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
+PORT=${PORT:-8017}
+export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
+real() { cut -d' ' -f1 /proc/uptime; }
+declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
+                 [5]="32 1536 96 96" [6]="8 384 320 32")
+t0=$(real)
+$PY -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port $PORT > "$OUT/serve.log" 2>&1 &
+srv=$!
+until $PY -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=2).status==200 else 1)" 2>/dev/null; do
+  kill -0 $srv 2>/dev/null || { echo "server died"; tail -20 "$OUT/serve.log"; exit 3; }
+  sleep 2
+done
+echo "ready $(awk "BEGIN{print $(real) - $t0}") s wall" | tee "$OUT/wall.txt"
+for k in $CASES; do
+  read -r C I O N <<< "${SPEC[$k]}"
+  t1=$(real)
+  $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" --dataset-name random \
+      --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N --max-concurrency $C \
+      --save-result --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
+  echo "case$k rc=$? $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
+done
+kill -INT $srv; wait $srv

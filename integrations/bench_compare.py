@@ -1,0 +1,74 @@
+"""Real H200 versus emulated `vllm bench serve` results, case by case (issue 5's accuracy table).
+
+    python -m timewarp.integrations.bench_compare EMULATED_DIR [REAL_DIR ...]
+
+EMULATED_DIR is what integrations/bench/emulated_vllm_cases.sh wrote (caseK.json, wall.txt); the real
+results default to the committed H200 runs (predictors/data/h200/vllm_2026-11-29: cases 1-4, the issue's
+table; vllm_2026-11-30: cases 5-6, held out: no fit used their lengths or concurrencies). Errors are
+(emulated - real) / real. Speed is virtual seconds of benchmark per wall second of emulation.
+"""
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
+REAL_DIRS = [DATA / "vllm_2026-11-29", DATA / "vllm_2026-11-30"]
+METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
+
+
+def load_cases(d: Path) -> dict[int, dict]:
+    out = {}
+    for f in sorted(d.glob("case*.json")):
+        m = re.fullmatch(r"case(\d+)\.json", f.name)
+        if m:
+            out[int(m.group(1))] = json.loads(f.read_text())
+    return out
+
+
+def wall_times(d: Path) -> dict[int, float]:
+    out = {}
+    try:
+        for line in (d / "wall.txt").read_text().splitlines():
+            m = re.match(r"case(\d+) rc=0 ([0-9.]+) s wall", line)
+            if m:
+                out[int(m.group(1))] = float(m.group(2))
+    except OSError:
+        pass
+    return out
+
+
+def compare(emulated: Path, real_dirs: list[Path]) -> list[str]:
+    real: dict[int, dict] = {}
+    for d in real_dirs:
+        real.update(load_cases(d))
+    emu, wall = load_cases(emulated), wall_times(emulated)
+    head = "| case | C | in | out | N | " + " | ".join(f"{n} real | emulated | err" for _, n in METRICS) + " | speed |"
+    lines = [head, "|" + "---|" * (head.count("|") - 1)]
+    for k in sorted(set(real) & set(emu)):
+        r, e = real[k], emu[k]
+        n = r.get("num_prompts")
+        cells = [str(k), str(r.get("max_concurrency")), str(round(r["total_input_tokens"] / n)),
+                 str(round(r["total_output_tokens"] / n)), str(n)]
+        for key, _ in METRICS:
+            rv, ev = r[key], e[key]
+            cells += [f"{rv:.2f}", f"{ev:.2f}", f"{(ev - rv) / rv * 100:+.1f}%"]
+        cells.append(f"{e['duration'] / wall[k]:.2f}x" if k in wall else "?")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:
+        print(__doc__)
+        return 2
+    real_dirs = [Path(a) for a in argv[1:]] or REAL_DIRS
+    print("\n".join(compare(Path(argv[0]), real_dirs)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

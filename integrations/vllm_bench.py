@@ -1,0 +1,233 @@
+"""`timewarp vllm-bench`: vLLM's own server and benchmark client on one virtual clock, and what they predict.
+
+    timewarp vllm-bench [--gpu H200] [--model DIR] [--input-len 512] [--output-len 128] [--num-prompts 32]
+                        [--concurrency 8] [--serve-arg ARG ...] [--bench-arg ARG ...] [--logs DIR]
+
+Two halves:
+- the driver (`python -m timewarp.integrations.vllm_bench --driver SPEC.json`), which runs under emulation
+  inside one `timewarp run`: it starts `vllm serve MODEL --load-format dummy` exactly as a user would (no
+  other flag unless asked), polls /health, runs `vllm bench serve` (random dataset, fixed lengths,
+  --ignore-eos) against it, then stops the server's whole process group. Everything it starts inherits
+  the run's clock, so the client's time.perf_counter() measures the server's predicted time;
+- the command (this module's `run_benchmark`, called by the CLI outside emulation), which launches the
+  driver, watches its marker files in real time (time to engine ready, benchmark wall time), and prints
+  the benchmark's metrics from its saved result JSON with the wall-clock figures beside them.
+The default model is the embedded Llama-3-8B-shaped folder (config and a tokenizer, no weights).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.request
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+EMBEDDED_MODEL = Path(__file__).resolve().parent / "models" / "llama3-8b-shape"
+
+
+class BenchError(Exception):
+    """The benchmark could not run (the server died, did not become ready, the client failed)."""
+
+
+@dataclass
+class Spec:
+    model: str
+    port: int
+    input_len: int
+    output_len: int
+    num_prompts: int
+    concurrency: int
+    workdir: str
+    serve_args: list[str] = field(default_factory=list)
+    bench_args: list[str] = field(default_factory=list)
+    ready_timeout_s: float = 1800.0   # real seconds on this machine (2 cores: about 60-120 s)
+
+    @property
+    def ready_file(self) -> Path: return Path(self.workdir) / "ready"
+    @property
+    def result_file(self) -> Path: return Path(self.workdir) / "result.json"
+    @property
+    def serve_log(self) -> Path: return Path(self.workdir) / "serve.log"
+    @property
+    def bench_log(self) -> Path: return Path(self.workdir) / "bench.log"
+
+
+# ------------------------------------------------------------------------------------------------ the driver
+def _vllm(*args: str) -> list[str]:
+    # the module, not the `vllm` script: its shebang may name another interpreter
+    return [sys.executable, "-m", "vllm.entrypoints.cli.main", *args]
+
+
+def _real_s() -> float:
+    """Real seconds (since boot): the emulated clocks are virtual, and a start-up deadline is a real one."""
+    with open("/proc/uptime") as f:
+        return float(f.read().split()[0])
+
+
+def _healthy(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+def _tail(path: Path, n: int = 15) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-n:])
+    except OSError:
+        return "(no log)"
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """SIGINT to the server's process group (what Ctrl-C does), then SIGKILL to whatever is left."""
+    if proc.poll() is not None:
+        return
+    try:
+        os.killpg(proc.pid, signal.SIGINT)
+        proc.wait(timeout=30)
+    except (ProcessLookupError, subprocess.TimeoutExpired):
+        pass
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
+
+
+def drive(spec: Spec) -> int:
+    env = dict(os.environ, HF_HUB_OFFLINE="1", VLLM_NO_USAGE_STATS="1")
+    with open(spec.serve_log, "wb") as log:
+        server = subprocess.Popen(
+            _vllm("serve", spec.model, "--load-format", "dummy", "--port", str(spec.port), *spec.serve_args),
+            stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+
+    def on_signal(signum, frame):
+        _stop(server)
+        sys.exit(128 + signum)
+
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGTERM, on_signal)
+    try:
+        t0, r0 = time.monotonic(), _real_s()
+        while not _healthy(spec.port):
+            if server.poll() is not None:
+                raise BenchError(f"vllm serve exited with status {server.returncode} before it was ready; "
+                                 f"last lines of {spec.serve_log}:\n{_tail(spec.serve_log)}")
+            if _real_s() - r0 > spec.ready_timeout_s:
+                raise BenchError(f"vllm serve not ready after {spec.ready_timeout_s:.0f} s; "
+                                 f"last lines of {spec.serve_log}:\n{_tail(spec.serve_log)}")
+            time.sleep(1.0)
+        spec.ready_file.write_text(json.dumps({"virtual_ready_s": time.monotonic() - t0}))
+        cmd = _vllm("bench", "serve", "--backend", "vllm", "--port", str(spec.port), "--model", spec.model,
+                    "--dataset-name", "random", "--random-input-len", str(spec.input_len),
+                    "--random-output-len", str(spec.output_len), "--ignore-eos",
+                    "--num-prompts", str(spec.num_prompts), "--max-concurrency", str(spec.concurrency),
+                    "--save-result", "--result-dir", str(spec.result_file.parent),
+                    "--result-filename", spec.result_file.name, *spec.bench_args)
+        with open(spec.bench_log, "wb") as log:
+            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+        if rc != 0:
+            raise BenchError(f"vllm bench serve exited with status {rc}; last lines of {spec.bench_log}:\n"
+                             f"{_tail(spec.bench_log)}")
+        return 0
+    except BenchError as e:
+        sys.stderr.write(f"timewarp vllm-bench: {e}\n")
+        return 1
+    finally:
+        _stop(server)
+
+
+# ------------------------------------------------------------------------------------------------ the command
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class _Watch(threading.Thread):
+    """Real time at which the driver's marker files appear."""
+
+    def __init__(self, spec: Spec):
+        super().__init__(daemon=True)
+        self.spec, self.t0 = spec, time.monotonic()
+        self.ready_wall = self.result_wall = None
+        self.stop = threading.Event()
+
+    def run(self):
+        while not self.stop.wait(0.2):
+            now = time.monotonic() - self.t0
+            if self.ready_wall is None and self.spec.ready_file.exists():
+                self.ready_wall = now
+            if self.result_wall is None and self.spec.result_file.exists():
+                self.result_wall = now
+
+
+METRICS = [("mean_ttft_ms", "TTFT mean", "ms"), ("median_ttft_ms", "TTFT median", "ms"),
+           ("p99_ttft_ms", "TTFT p99", "ms"), ("mean_tpot_ms", "TPOT mean", "ms"),
+           ("median_tpot_ms", "TPOT median", "ms"), ("mean_itl_ms", "ITL mean", "ms"),
+           ("p99_itl_ms", "ITL p99", "ms"), ("output_throughput", "output throughput", "tok/s"),
+           ("request_throughput", "request throughput", "req/s"), ("duration", "benchmark duration", "s")]
+
+
+def format_result(result: dict, watch: _Watch, total_wall: float, virtual_ready: float | None, gpu: str) -> str:
+    lines = [f"predicted on {gpu} (vLLM's own `vllm bench serve`, under timewarp):"]
+    for key, label, unit in METRICS:
+        v = result.get(key)
+        if isinstance(v, (int, float)):
+            lines.append(f"  {label:<20} {v:>10.2f} {unit}")
+    lines.append(f"  {'requests':<20} {result.get('completed', '?'):>10} completed, {result.get('failed', 0)} failed")
+    if virtual_ready is not None:
+        lines.append(f"  {'engine ready':<20} {virtual_ready:>10.1f} s virtual (predicted), "
+                     f"{watch.ready_wall or float('nan'):.1f} s wall here")
+    if watch.ready_wall is not None and watch.result_wall is not None and result.get("duration"):
+        bench_wall = watch.result_wall - watch.ready_wall
+        lines.append(f"  {'benchmark speed':<20} {result['duration'] / bench_wall:>10.2f} virtual s per wall s "
+                     f"({result['duration']:.1f} s predicted in {bench_wall:.1f} s)")
+    lines.append(f"  {'total wall time':<20} {total_wall:>10.1f} s")
+    return "\n".join(lines)
+
+
+def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
+    """Run the driver under emulation (launch: integrations.launcher.launch) and print the prediction."""
+    Path(spec.workdir).mkdir(parents=True, exist_ok=True)
+    spec_file = Path(spec.workdir) / "spec.json"
+    spec_file.write_text(json.dumps(asdict(spec)))
+    watch = _Watch(spec)
+    watch.start()
+    t0 = time.monotonic()
+    rc = launch([sys.executable, "-m", "timewarp.integrations.vllm_bench", "--driver", str(spec_file)], gpu,
+                gpu_name=gpu_name, summary=False)
+    total = time.monotonic() - t0
+    watch.stop.set()
+    watch.join()
+    if rc != 0 or not spec.result_file.exists():
+        sys.stderr.write(f"timewarp vllm-bench: failed (status {rc}); logs in {spec.workdir}\n")
+        return rc or 1
+    result = json.loads(spec.result_file.read_text())
+    try:
+        virtual_ready = json.loads(spec.ready_file.read_text())["virtual_ready_s"]
+    except (OSError, ValueError, KeyError):
+        virtual_ready = None
+    print(format_result(result, watch, total, virtual_ready, gpu_name))
+    print(f"  logs and result JSON: {spec.workdir}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="the driver half of `timewarp vllm-bench` (runs under emulation)")
+    ap.add_argument("--driver", required=True, help="spec JSON written by the command")
+    a = ap.parse_args(argv)
+    return drive(Spec(**json.loads(Path(a.driver).read_text())))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
