@@ -28,7 +28,7 @@ for k in $CASES; do
   t1=$(real)
   $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" --dataset-name random \
       --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N --max-concurrency $C \
-      --save-result --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
+      --save-result --save-detailed --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
   echo "case$k rc=$? $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
 done
 kill -INT $srv; wait $srv

@@ -51,7 +51,7 @@ if [ $ready = 1 ]; then
     note "case$k: C=$C I=$I O=$O N=$N (limit ${left}s)"
     timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
       --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
-      --num-prompts $N --max-concurrency $C --save-result --result-dir "$OUT" --result-filename case$k.json \
+      --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename case$k.json \
       >> "$OUT/bench.log" 2>&1
     note "case$k rc=$?"
   done

@@ -4,7 +4,8 @@
 # /root/parts (one `run` per part). Unpacks once (kept in /tmp/site while the machine stays warm).
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
-#   STAGE=serve   integrations/bench/real_vllm_baseline.sh with CASES/SPEC given in the environment
+#   STAGE=serve   predictors/host_speed.py, then integrations/bench/real_vllm_baseline.sh (CASES from the
+#                 environment); everything in one $OUT/serve_bundle.tar.gz
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ ! -f /tmp/site/.unpacked ]; then
@@ -17,6 +18,9 @@ case "${STAGE:?}" in
   attn)   python3 predictors/calibration/vllm_attention_bench.py --out "$OUT" --budget-s "${BUDGET_S:-200}" ;;
   record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
             predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
-  serve)  PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh ;;
+  serve)  python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
+          PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh
+          # at most 8 files come back: one bundle
+          (cd "$OUT" && tar czf /tmp/serve_bundle.tar.gz --exclude serve_bundle.tar.gz . && rm -f ./* && mv /tmp/serve_bundle.tar.gz .) ;;
   *) echo "unknown STAGE=$STAGE"; exit 2 ;;
 esac
