@@ -3,9 +3,11 @@
     python -m timewarp.integrations.bench_compare EMULATED_DIR [REAL_DIR ...]
 
 EMULATED_DIR is what integrations/bench/emulated_vllm_cases.sh wrote (caseK.json, wall.txt); the real
-results default to the committed H200 runs (predictors/data/h200/vllm_2026-11-29: cases 1-4, the issue's
-table; vllm_2026-11-30: cases 5-6, held out: no fit used their lengths or concurrencies). Errors are
-(emulated - real) / real. Speed is virtual seconds of benchmark per wall second of emulation.
+results default to the committed H200 run of all six cases on one server, in order, on the lease that also
+measured the host-speed reference (predictors/data/h200/vllm_2026-11-30b; cases 1-4 are the issue's table,
+5-6 held out: no fit used their lengths or concurrencies; 5 and 6 partly hit the prefix cache filled by the
+earlier cases, on the real card as in the emulation). Errors are (emulated - real) / real. Speed is virtual
+seconds of benchmark per wall second of emulation.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import sys
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
-REAL_DIRS = [DATA / "vllm_2026-11-29", DATA / "vllm_2026-11-30"]
+REAL_DIRS = [DATA / "vllm_2026-11-30b"]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 

@@ -1,4 +1,5 @@
 """The coordinator: one virtual clock across processes, NCCL across ranks, failures, bad input."""
+import json
 import re
 import subprocess
 import sys
@@ -29,6 +30,18 @@ def test_socket_messages_are_causal_and_clocks_monotonic():
     # the sleeps set the pace, not the parent's work, and the child is not dragged by the parent
     gaps = [b[0] - a[0] for a, b in zip(pairs, pairs[1:])]
     assert all(0.049 < g < 0.06 for g in gaps), gaps
+
+
+def test_polling_parent_does_not_outrun_its_child():
+    """A parent that sleeps in a loop while its child starts must not see more time pass than the child
+    lives: the child's new threads, its uncontended locks and its exec must hold the run's clock (before
+    these were fixed the parent saw 29 virtual seconds go by while the child imported torch in 1.3)."""
+    r = timewarp("run", "--", sys.executable, str(PROGS / "poll_child.py"), "1.0")
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert 1.0 <= res["child_s"] < 4.0, res
+    # the parent sees the child end within a few of its 0.2 s polls, plus the child's exit
+    assert res["parent_s"] < res["child_s"] + 1.5, res
 
 
 @pytest.mark.parametrize("world", [2, 4])

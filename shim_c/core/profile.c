@@ -33,7 +33,7 @@ static attn_row *attns; static size_t nattn;
 static copy_row *copies; static size_t ncopy;
 static kern_row *kerns; static size_t nkern;     /* sorted by name */
 static double kgap_ns;
-static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_request_ns (step.c's model) */
+static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_tile_ns (step.c's model) */
 static int have_attn_step;
 static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */

@@ -14,8 +14,8 @@
  * vllm_attention_bench.py keep 11-18% median error, with the sum 3%); the per-tile cost (~14 ns, a tile's
  * prologue/epilogue spread over the SMs) is what makes many short prefills slower than their FLOPs, and what
  * a decode request costs beyond its bytes (8 tiles, one per KV head).
- * t0, eff_c, eff_m and per_tile are fitted on the real H200 (predictors/calibration/vllm_attention_bench.py
- * -> predictors/fit_attention.py -> the "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns>" profile row); other
+ * t0, eff_c, eff_m and per_tile are fitted on the real H200 (FA3 inside a recorded vLLM run, and
+ * predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns>" profile row); other
  * GPUs use their own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
  * default to the roofline's 0.6 / 1.0, t0 to the launch floor and per_tile to 0.
  */

@@ -322,7 +322,7 @@ uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
-/* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_request_ns. */
+/* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns. */
 int tw_profile_attn_step(double coef[4]);
 const char *tw_layer_name(int layer);
 
