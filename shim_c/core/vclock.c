@@ -132,11 +132,11 @@ void tw_charge_forgive(uint64_t ns) {
 uint64_t tw_now(void) {
     uint64_t cpu = tw_thread_cpu_ns();
     if (charge_paused) thread_cpu_last = cpu;
-    /* A reading never goes below this process's highest time (threads of one process share its timeline),
-     * but not up to the run's: another process's clock is only inherited through a message from it (the
-     * waits that wake on descriptors and shared objects take the run's maximum). Clamping every reading to
-     * the run's maximum dragged every process forward by any other's sleeps (a parent polling a child with
-     * 1 s sleeps made the child's `import torch` take 15 virtual seconds for 1.2 s of CPU). */
+    /* A reading never goes below this process's highest time (its threads share its timeline), but not up
+     * to the run's: another process's clock is inherited only through what may carry a message from it
+     * (waits woken by descriptors or shared objects, and calls the keeper saw the thread blocked in; see
+     * the LOST branch below and tw_tk_twait_begin). Clamping every reading to the run's maximum dragged each
+     * process forward by the others' progress (the EngineCore by the API server's, at every step). */
     uint64_t g = atomic_load_explicit(&own_max, memory_order_relaxed);
     if (__builtin_expect(!thread_started, 0)) {
         /* a new thread starts at the process clock */
@@ -210,6 +210,13 @@ int tw_tk_on(void) { return keeper_slot() != NULL; }
 void tw_tk_twait_begin(uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
+    /* The keeper saw this thread blocked in a call the shim does not know (a socket read), and it now waits
+     * without having read the clock (Python retaking the GIL after recv): what it received may come from any
+     * process, so it goes on no earlier than the run's latest time, as a clock reading would. */
+    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TW_SLOT_LOST) {
+        uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
+        if (thread_now < m) { thread_now = m; publish(m); }
+    }
     s->deadline = deadline;
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, TW_SLOT_TWAIT, __ATOMIC_RELEASE);
