@@ -44,3 +44,29 @@ def after_import(name: str, fn: Callable) -> None:
         _safe(fn, sys.modules[name])
     else:
         sys.meta_path.insert(0, _AfterImport(name, fn))
+
+
+def after_method(module_name: str, cls_name: str, method: str, after: Callable, what: str) -> None:
+    """Once module_name is imported, make cls_name.method call after(self, result, *args, **kwargs) when it
+    returns. after's exceptions are logged (`what` names it), never raised: the emulator's bookkeeping must
+    not break the program. Idempotent (vLLM may load plugins several times)."""
+
+    def patch(module) -> None:
+        cls = getattr(module, cls_name)
+        orig = getattr(cls, method)
+        if getattr(orig, "_timewarp", False):
+            return
+
+        def wrapper(self, *args, **kwargs):
+            result = orig(self, *args, **kwargs)
+            try:
+                after(self, result, *args, **kwargs)
+            except Exception:
+                log.exception("timewarp: %s", what)
+            return result
+
+        wrapper._timewarp = True
+        wrapper.__wrapped__ = orig
+        setattr(cls, method, wrapper)
+
+    after_import(module_name, patch)

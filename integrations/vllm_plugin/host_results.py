@@ -121,26 +121,12 @@ def fill(runner, input_batch, sampler_output, num_sampled_t: torch.Tensor) -> No
         sh._resume()
 
 
-def _patch_runner(module) -> None:
-    cls = module.GPUModelRunner
-    if getattr(cls.sample, "_timewarp", False):
-        return
-    orig = cls.sample
-
-    def sample(self, hidden_states, input_batch, grammar_output):
-        out = orig(self, hidden_states, input_batch, grammar_output)
-        sampler_output, n_sampled, _ = out
-        try:
-            fill(self, input_batch, sampler_output, n_sampled)
-        except Exception:
-            _warn_once("fill", "could not supply sampled results")
-            log.exception("timewarp: host_results")
-        return out
-
-    sample._timewarp = True
-    cls.sample = sample
+def _after_sample(runner, out, hidden_states, input_batch, grammar_output) -> None:
+    sampler_output, n_sampled, _ = out
+    fill(runner, input_batch, sampler_output, n_sampled)
 
 
 def install() -> None:
-    from ._hooks import after_import
-    after_import("vllm.v1.worker.gpu.model_runner", _patch_runner)
+    from ._hooks import after_method
+    after_method("vllm.v1.worker.gpu.model_runner", "GPUModelRunner", "sample", _after_sample,
+                 "sampled results not supplied")

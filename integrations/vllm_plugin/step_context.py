@@ -38,26 +38,13 @@ def _attention_shape(runner) -> tuple[int, int, int]:
     return shape
 
 
-def _patch_runner(module) -> None:
-    cls = module.GPUModelRunner
-    if getattr(cls.prepare_inputs, "_timewarp", False):
-        return
-    orig = cls.prepare_inputs
-
-    def prepare_inputs(self, *args, **kwargs):
-        batch = orig(self, *args, **kwargs)
-        try:
-            n = batch.num_reqs
-            q = batch.num_scheduled_tokens[:n]
-            publish(q, batch.num_computed_tokens_np[:n] + q, *_attention_shape(self))
-        except Exception:
-            log.exception("timewarp: step context not published")
-        return batch
-
-    prepare_inputs._timewarp = True
-    cls.prepare_inputs = prepare_inputs
+def _after_prepare_inputs(runner, batch, *args, **kwargs) -> None:
+    n = batch.num_reqs
+    q = batch.num_scheduled_tokens[:n]
+    publish(q, batch.num_computed_tokens_np[:n] + q, *_attention_shape(runner))
 
 
 def install() -> None:
-    from ._hooks import after_import
-    after_import("vllm.v1.worker.gpu.model_runner", _patch_runner)
+    from ._hooks import after_method
+    after_method("vllm.v1.worker.gpu.model_runner", "GPUModelRunner", "prepare_inputs", _after_prepare_inputs,
+                 "step context not published")
