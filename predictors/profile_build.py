@@ -19,7 +19,9 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
 - GEMM: every (N) at an odd position of the measured list of token counts, and all of the shapes
   (M, K) = (10240, 8192) and (4096, 14336), are held out.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
-- copies: odd powers of two of the byte count are held out.
+- copies: odd powers of two of the byte count are held out. Pinned copies the vLLM recording has (device
+  times of vLLM's small cudaMemcpyAsync, 4 B to 32 KiB) replace the eager-loop rows up to 1 MiB, which time
+  the host's launch rate rather than the device.
 - kernels without an annotation (kernels_2026-11-29 and -29b, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.
@@ -137,6 +139,20 @@ def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
              float(r.slot_ns), is_held_out("vgemm", r)) for r in g.itertuples()]
 
 
+def vllm_copy_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
+    """("copy", (dir, pinned, bytes), device ns, held_out) for the copies of the vLLM recording (CUPTI's
+    device time of vLLM's small cudaMemcpyAsync to and from pinned memory), median per size."""
+    parts = [pd.read_parquet(p, columns=["kind", "bytes", "copy_kind", "pinned", "dur_ns"]) for p in paths if p.exists()]
+    if not parts:
+        return []
+    m = pd.concat(parts, ignore_index=True)
+    m = m[(m.kind == "memcpy") & m.copy_kind.isin(["HtoD", "DtoH"]) & m.bytes.notna() & (m.bytes > 0)]
+    m = m.assign(dir=m.copy_kind.map({"HtoD": 1, "DtoH": 2}), pinned=m.pinned.fillna(False).astype(int))
+    g = m.groupby(["dir", "pinned", "bytes"]).dur_ns.median().reset_index()
+    return [("copy", (int(r.dir), int(r.pinned), int(r.bytes)), float(r.dur_ns), is_held_out("copy", r))
+            for r in g.itertuples()]
+
+
 def rows(src: pathlib.Path = DEFAULT_SRC):
     """(family, key tuple, measured ns, held_out) for every usable measurement."""
     import pandas as pd
@@ -152,8 +168,15 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
         key = (int(bool(r.causal)), int(r.heads), int(r.kv_heads), int(r.head_dim), int(r.batch), int(r.q_len),
                int(r.kv_len))
         out.append(("attn", key, r.t_median_us * 1e3, is_held_out("attn", r)))
+    vcopy = vllm_copy_rows(pd)
+    out += vcopy
+    in_situ_copies = {key[:2] for _, key, _, _ in vcopy}
     for r in _copy_rows(pd, src).itertuples():
         d, pinned = COPY_OPS[r.op]
+        # the eager loops time small copies by the host's launch rate (~23 us flat up to 1 MiB pinned), not
+        # the device: where the vLLM recording has device times, those replace them
+        if (d, pinned) in in_situ_copies and r.bytes <= (1 << 20):
+            continue
         out.append(("copy", (d, pinned, int(r.bytes)), r.t_median_us * 1e3, is_held_out("copy", r)))
     return out
 

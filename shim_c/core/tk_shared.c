@@ -156,10 +156,15 @@ static uint64_t scan(tw_tk_shared *k, int *running) {
 }
 
 /* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has
- * just woken but that the kernel has not yet run: before jumping, let the table settle (no state change
- * during a short real pause, yielding the CPU), else look again. */
-#define SETTLE_NS 20000
+ * just woken, or a message just sent, that the kernel has not yet delivered: before jumping, let the table
+ * settle (no state change during a short real pause), else look again. The pause grows with the jump: a
+ * jump of seconds ends somebody's timeout (vLLM's 5-minute start-up handshake fired on a loaded machine
+ * when a 20 µs pause let the clock jump past a reply in flight), and such jumps are rare enough that
+ * milliseconds of real time on them cost nothing. */
 #define SETTLE_TRIES 8
+static int64_t settle_ns(uint64_t jump) {
+    return jump < 10000000ull ? 20000 : jump < 1000000000ull ? 500000 : 5000000;
+}
 
 uint64_t tw_tk_advance(tw_tk_shared *k) {
     uint64_t g = LOAD(&k->safe);
@@ -167,8 +172,15 @@ uint64_t tw_tk_advance(tw_tk_shared *k) {
     uint64_t lo = scan(k, &running);
     for (int i = 0; !running && lo != UINT64_MAX && lo > g && i < SETTLE_TRIES; i++) {
         uint64_t c0 = LOAD(&k->changes);
-        int64_t until = tw_tk_real_ns() + SETTLE_NS;
-        while (LOAD(&k->changes) == c0 && tw_tk_real_ns() < until) tw_sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+        int64_t pause = settle_ns(lo - g), until = tw_tk_real_ns() + pause;
+        while (LOAD(&k->changes) == c0 && tw_tk_real_ns() < until) {
+            if (pause > 100000) {   /* long pauses sleep in small steps instead of spinning */
+                struct timespec ts = {0, 50000};
+                tw_sys6(SYS_nanosleep, (long)&ts, 0, 0, 0, 0, 0);
+            } else {
+                tw_sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+            }
+        }
         if (LOAD(&k->changes) == c0) break;
         lo = scan(k, &running);
         g = LOAD(&k->safe);

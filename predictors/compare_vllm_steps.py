@@ -1,0 +1,285 @@
+"""Per-step accuracy of the emulator against a real vLLM recording of the same workload.
+
+Inputs: a recording of predictors/calibration/vllm_workload.py on the real GPU (integrations/record.py's
+kernels.parquet, e.g. data/h200/vllm_kernels_2026-11-30) and an emulated Chrome trace of the same workload
+(`timewarp run --trace FILE -- python vllm_workload.py --model ...`, the full phases, as in vllm_gemm_rows.py's
+docstring).
+
+Steps are segmented and aligned as vllm_gemm_rows.py does (its functions are reused): a step starts at Inductor's
+fused embedding + RMSNorm kernel (STEP_KERNEL) and runs to the next one; the two step sequences are aligned on
+the signature (embedding grid_x, GEMM count) with difflib's matching blocks, which drops the emulated trace's
+engine-start / warm-up steps. The case of a step is the innermost 'phase:NAME|B=..|in=..|out=..' label of the
+real step kernel ('|rep=..' dropped). The last step of each run (no next step) is not compared.
+
+Per matched step:
+  sum   GPU time: the sum of the durations of every GPU activity (kernels, memcpy, memset; all streams) that
+        starts in [this step's STEP_KERNEL start, next step's STEP_KERNEL start).
+  span  from the first start to the last end of those activities (includes device idle within the step, i.e.
+        launch gaps and host-bound waits; the last step of each case is left out of the span statistics, its
+        window holding the host's idle time before the next case).
+  error emulated / real - 1.
+Regime of a step: in phases decode and decode_ctx, 'dec' when its token count (the embedding kernel's grid_x,
+the padded batch) is <= the case's B (uniform decode batches, FULL CUDA-graph replays) and 'pf' otherwise (the
+case's prefill / chunked-prefill steps); 'pf' in phase prefill, 'mix' in phase mixed.
+
+Kernel families (by name; demangled in the recording, mangled in the trace, matched by substring):
+  GEMM      cuBLAS: nvjet_* and splitKreduce_kernel (real), cublas::gemm events / args.gemm (emulated; one event
+            per cuBLAS call whose dur is the profile's per-call slot, i.e. device launch gaps included)
+  FA3       FlashAttnFwdSm90 (main); FA3comb: FlashAttnFwdCombine
+  Triton    Inductor's triton_* kernels and vLLM's own Triton kernels (_xxx_kernel: slot mappings, sampling, ...)
+  other     everything else: reshape_and_cache_flash, FA3's prepare_varlen_num_blocks, aten kernels, memcpy,
+            memset
+The breakdown tables (one representative case per phase) give, per family, the mean over the case's steps of
+the real and emulated time and the family's contribution to the step error ((emu - real) / real step sum,
+contributions add up to the step's mean error), plus the real / emulated activity counts per step; then
+span - sum (device idle inside the step; negative where activities overlap on two streams) and the mean span,
+both without the case's last step.
+
+    python predictors/compare_vllm_steps.py [RECORDING_DIR] [EMULATED_TRACE] [--csv PER_STEP_CSV]
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import pathlib
+import statistics
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+if __package__:
+    from . import vllm_gemm_rows as vg
+else:
+    sys.path.insert(0, str(HERE))
+    import vllm_gemm_rows as vg
+
+FAMILIES = ("GEMM", "FA3", "FA3comb", "Triton", "other")
+REPRESENTATIVE = (   # (title, case, regime)
+    ("decode B=1", "phase:decode|B=1|in=64|out=16", "dec"),
+    ("decode B=64", "phase:decode|B=64|in=64|out=16", "dec"),
+    ("decode_ctx B=32 in=2048", "phase:decode_ctx|B=32|in=2048|out=16", "dec"),
+    ("prefill in=2048", "phase:prefill|B=1|in=2048|out=1", "pf"),
+    ("mixed 64x2048", "phase:mixed|B=64|in=2048|out=16", "mix"),
+)
+
+
+def family(name: str, gemm: bool = False) -> str:
+    if gemm or "nvjet" in name or "splitKreduce" in name or name == "cublas::gemm":
+        return "GEMM"
+    if "FlashAttnFwdCombine" in name:
+        return "FA3comb"
+    if "FlashAttnFwdSm90" in name:
+        return "FA3"
+    if name.startswith("triton_") or (name.startswith("_") and not name.startswith("_Z")
+                                      and name.endswith("_kernel")):
+        return "Triton"
+    return "other"
+
+
+def _segment(acts):
+    """acts: [(start_ns, dur_ns, family, is_step_kernel, grid_x)] sorted as the step finder sorts them ->
+    [(grid_x, [acts of the step])], starting at each step kernel; activity before the first one is dropped."""
+    steps = []
+    for a in acts:
+        if a[3]:
+            steps.append((a[4], [a]))
+        elif steps:
+            steps[-1][1].append(a)
+    return steps
+
+
+def real_activity(rec_dir: pathlib.Path):
+    """Steps of the recording (all GPU activity), in vllm_gemm_rows.real_steps's order, with their case."""
+    import pandas as pd
+    k = pd.read_parquet(rec_dir / "kernels.parquet",
+                        columns=["kind", "name", "grid_x", "start_ns", "dur_ns", "label_stack"])
+    k = k.sort_values("start_ns", kind="stable")
+    acts, cases = [], []
+    for kind, name, gx, start, dur, stack in zip(k.kind, k.name, k.grid_x, k.start_ns, k.dur_ns, k.label_stack):
+        is_step = kind == "kernel" and name == vg.STEP_KERNEL
+        acts.append((float(start), float(dur), family(name) if kind == "kernel" else "other", is_step,
+                     int(gx) if is_step else 0))
+        if is_step:
+            cases.append(vg._case(stack))
+    return _segment(acts), cases
+
+
+def emulated_activity(trace: pathlib.Path):
+    """Steps of the emulated trace (all 'X' events, every stream), in vllm_gemm_rows.emulated_steps's order."""
+    ev = json.loads(trace.read_text())
+    ev = ev["traceEvents"] if isinstance(ev, dict) else ev
+    ev = [e for e in ev if e.get("ph") == "X"]
+    ev.sort(key=lambda e: (e.get("pid", 0), e["ts"]))
+    acts = []
+    for e in ev:
+        a = e.get("args") or {}
+        is_step = e.get("name") == vg.STEP_KERNEL
+        acts.append((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, family(e.get("name", ""), "gemm" in a),
+                     is_step, int(a.get("grid", [0])[0]) if is_step else 0))
+    return _segment(acts)
+
+
+def step_stats(acts, next_start):
+    fam = dict.fromkeys(FAMILIES, 0.0)
+    cnt = dict.fromkeys(FAMILIES, 0)
+    for s, d, f, _, _ in acts:
+        if s >= next_start:
+            break
+        fam[f] += d
+        cnt[f] += 1
+    inside = [a for a in acts if a[0] < next_start]
+    span = max(s + d for s, d, *_ in inside) - inside[0][0]
+    return dict(sum=sum(fam.values()), span=span, fam=fam, cnt=cnt)
+
+
+def case_params(case: str) -> dict:
+    parts = case.split("|")
+    d = {"phase": parts[0].removeprefix("phase:")}
+    for p in parts[1:]:
+        k, _, v = p.partition("=")
+        d[k] = int(v) if v.lstrip("-").isdigit() else v
+    return d
+
+
+def build(rec_dir: pathlib.Path, trace: pathlib.Path):
+    # signatures and alignment exactly as vllm_gemm_rows does it
+    rsig, esig = vg.real_steps(rec_dir), vg.emulated_steps(trace)
+    pairs = vg.align(rsig, esig)
+    ract, rcases = real_activity(rec_dir)
+    eact = emulated_activity(trace)
+    assert len(ract) == len(rsig) and len(eact) == len(esig), "step segmentation differs from vllm_gemm_rows"
+    assert all(r[0] == s[0][0] for r, s in zip(ract, rsig)) and all(e[0] == s[0][0] for e, s in zip(eact, esig))
+    rows, skipped = [], collections.Counter()
+    for ri, ei in pairs:
+        if ri + 1 >= len(ract) or ei + 1 >= len(eact):
+            skipped["last step"] += 1
+            continue
+        case = rcases[ri]
+        if not case:
+            skipped["no case label"] += 1
+            continue
+        if rsig[ri][0] != esig[ei][0]:
+            skipped["signature"] += 1
+            continue
+        ckey = case.split("|rep=")[0]
+        p = case_params(ckey)
+        gx = ract[ri][0]
+        regime = ("mix" if p["phase"] == "mixed" else "pf" if p["phase"] == "prefill" else
+                  "dec" if gx <= p.get("B", 0) else "pf")
+        r = step_stats(ract[ri][1], ract[ri + 1][1][0][0])
+        e = step_stats(eact[ei][1], eact[ei + 1][1][0][0])
+        rows.append(dict(ri=ri, ei=ei, case=ckey, phase=p["phase"], regime=regime, tokens=gx,
+                         last_of_case=rcases[ri + 1] != case, real=r, emu=e,
+                         err_sum=e["sum"] / r["sum"] - 1, err_span=e["span"] / r["span"] - 1))
+    return dict(rows=rows, skipped=skipped, n_real=len(ract), n_emu=len(eact), n_pairs=len(pairs),
+                emu_first=min((ei for _, ei in pairs), default=0))
+
+
+def _stats(errs):
+    if not errs:
+        return "      -       -        -"
+    a = [abs(x) * 100 for x in errs]
+    return f"{statistics.median(a):6.1f}% {vg._q(a, 0.9):6.1f}% {statistics.median(errs) * 100:+7.1f}%"
+
+
+def _table_row(label, n, rs, ns):
+    span_rows = [r for r in rs if not r["last_of_case"]]
+    return (f"| {label} | {n} | {statistics.median(r['real']['sum'] for r in rs) / 1e3:,.0f} | "
+            f"{statistics.median(r['emu']['sum'] for r in rs) / 1e3:,.0f} | "
+            + " | ".join(_stats([r["err_sum"] for r in rs]).split()) + " | "
+            + " | ".join(_stats([r["err_span"] for r in span_rows]).split()) + " |")
+
+
+HDR = ("| {k} | steps | real sum us (med) | emu sum us (med) | sum med abs | sum p90 abs | sum signed med | "
+       "span med abs | span p90 abs | span signed med |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+
+
+def report(res) -> None:
+    rows = res["rows"]
+    print(f"steps: {res['n_real']} recorded, {res['n_emu']} emulated (first aligned emulated step: "
+          f"{res['emu_first']}), {res['n_pairs']} aligned, {len(rows)} compared; skipped "
+          f"{dict(res['skipped']) or 'none'}\n")
+    print("## Per phase / regime (error = emulated / real - 1; sum = GPU time of the step, span = first start to "
+          "last end)\n")
+    print(HDR.format(k="phase / regime"))
+    order = {"decode": 0, "decode_ctx": 1, "prefill": 2, "mixed": 3}
+    by = collections.defaultdict(list)
+    for r in rows:
+        by[(r["phase"], r["regime"])].append(r)
+    for (ph, rg), rs in sorted(by.items(), key=lambda kv: (order.get(kv[0][0], 9), kv[0][1])):
+        print(_table_row(f"{ph} / {rg}", len(rs), rs, None))
+    print(_table_row("**all**", len(rows), rows, None))
+
+    print("\n## Per case / regime\n")
+    print(HDR.format(k="case / regime"))
+    byc = collections.defaultdict(list)
+    for r in rows:
+        byc[(r["case"], r["regime"])].append(r)
+
+    def ckey(kv):
+        p = case_params(kv[0][0])
+        return (order.get(p["phase"], 9), p.get("in", 0) if p["phase"] == "decode_ctx" else 0,
+                p.get("B", 0), p.get("in", 0), kv[0][1])
+    for (case, rg), rs in sorted(byc.items(), key=ckey):
+        print(_table_row(f"{case.removeprefix('phase:')} / {rg}", len(rs), rs, None))
+
+    print("\n## Error by kernel family, representative cases (means over the case's steps of that regime; "
+          "contrib = (emu - real) / real step sum)\n")
+    for title, case, rg in REPRESENTATIVE:
+        rs = byc.get((case, rg), [])
+        if not rs:
+            print(f"{title}: no matched steps\n")
+            continue
+        n = len(rs)
+        tot_r = sum(r["real"]["sum"] for r in rs) / n
+        tot_e = sum(r["emu"]["sum"] for r in rs) / n
+        print(f"**{title}** ({case.removeprefix('phase:')}, regime {rg}, {n} steps, tokens "
+              f"{sorted({r['tokens'] for r in rs})}): real {tot_r / 1e3:,.1f} us, emulated {tot_e / 1e3:,.1f} us, "
+              f"{(tot_e / tot_r - 1) * 100:+.1f}%\n")
+        print("| family | real us | emu us | family err | contrib | n real | n emu |\n"
+              "|---|---:|---:|---:|---:|---:|---:|")
+        for f in FAMILIES:
+            fr = sum(r["real"]["fam"][f] for r in rs) / n
+            fe = sum(r["emu"]["fam"][f] for r in rs) / n
+            cr = sum(r["real"]["cnt"][f] for r in rs) / n
+            ce = sum(r["emu"]["cnt"][f] for r in rs) / n
+            fer = f"{(fe / fr - 1) * 100:+.1f}%" if fr else "-"
+            print(f"| {f} | {fr / 1e3:,.1f} | {fe / 1e3:,.1f} | {fer} | {(fe - fr) / tot_r * 100:+.1f}% | "
+                  f"{cr:.0f} | {ce:.0f} |")
+        sp = [r for r in rs if not r["last_of_case"]]
+        if sp:
+            ir = sum(r["real"]["span"] - r["real"]["sum"] for r in sp) / len(sp)
+            ie = sum(r["emu"]["span"] - r["emu"]["sum"] for r in sp) / len(sp)
+            sr = sum(r["real"]["span"] for r in sp) / len(sp)
+            se = sum(r["emu"]["span"] for r in sp) / len(sp)
+            print(f"| span - sum (idle) | {ir / 1e3:,.1f} | {ie / 1e3:,.1f} | | | | |\n"
+                  f"| **span** ({len(sp)} steps) | {sr / 1e3:,.1f} | {se / 1e3:,.1f} | {(se / sr - 1) * 100:+.1f}% "
+                  f"| | | |")
+        print()
+
+
+def write_csv(res, path: pathlib.Path) -> None:
+    cols = ["ri", "ei", "case", "phase", "regime", "tokens", "last_of_case", "real_sum_ns", "emu_sum_ns",
+            "real_span_ns", "emu_span_ns", "err_sum", "err_span"]
+    cols += [f"{w}_{f}_ns" for f in FAMILIES for w in ("real", "emu")]
+    lines = [",".join(cols)]
+    for r in res["rows"]:
+        v = [r["ri"], r["ei"], r["case"], r["phase"], r["regime"], r["tokens"], int(r["last_of_case"]),
+             f"{r['real']['sum']:.0f}", f"{r['emu']['sum']:.0f}", f"{r['real']['span']:.0f}",
+             f"{r['emu']['span']:.0f}", f"{r['err_sum']:.4f}", f"{r['err_span']:.4f}"]
+        v += [f"{r[w]['fam'][f]:.0f}" for f in FAMILIES for w in ("real", "emu")]
+        lines.append(",".join(str(x) for x in v))
+    path.write_text("\n".join(lines) + "\n")
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description="per-step accuracy of the emulator vs a real vLLM recording")
+    ap.add_argument("recording", nargs="?", type=pathlib.Path, default=vg.DEFAULT_REC)
+    ap.add_argument("trace", nargs="?", type=pathlib.Path, default=vg.DEFAULT_TRACE)
+    ap.add_argument("--csv", type=pathlib.Path, help="also write the per-step rows here")
+    a = ap.parse_args()
+    res = build(a.recording, a.trace)
+    report(res)
+    if a.csv:
+        write_csv(res, a.csv)
+        print(f"per-step rows -> {a.csv}")
