@@ -1,4 +1,4 @@
-/* Waits without a deadline, under `timewarp run`: pthread_cond_wait, sem_wait, pthread_join (poll, select,
+/* Waits without a deadline, under `timewarp run`: pthread_cond_wait and sem_wait (poll, select,
  * epoll and futex waits without timeout are in wait.c and syscall.c). Such a wait cannot end by time, so
  * the thread tells the run's time keeper it is idle (it no longer holds the clock back) and, woken, resumes
  * no earlier than anything that happened anywhere (what woke it among it). Without a keeper they pass
@@ -6,6 +6,9 @@
  *
  * A thread blocked in a call not interposed here (read, accept, waitpid, a contended mutex) is found by the
  * keeper itself (coordinator: a running thread that stopped reading the clock and sleeps in the kernel).
+ * pthread_join is deliberately left to the keeper: the thread joined holds the clock until it releases its
+ * slot, and an idle joiner let the keeper jump in the moment between that and the kernel ending it (a
+ * process tearing down its thread pools at exit gave a polling parent seconds it never lived).
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -32,13 +35,5 @@ TW_EXPORT int sem_wait(sem_t *sem) {
     tw_libc_block_begin();
     int r = tw_real.sem_wait(sem);
     tw_libc_block_end(tw_sem_wake(sem));
-    return r;
-}
-
-TW_EXPORT int pthread_join(pthread_t th, void **ret) {
-    if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.join(th, ret);
-    tw_libc_block_begin();
-    int r = tw_real.join(th, ret);
-    tw_libc_block_end(TW_WAKE_LOCAL);
     return r;
 }

@@ -105,7 +105,6 @@ int tw_libc_init(void) {
     R(syscall, "syscall");
     R_SET(cond_wait, tw_resolve_cond("pthread_cond_wait"));
     R(sem_wait, "sem_wait");
-    R(join, "pthread_join");
     R(create, "pthread_create");
     R(execve, "execve");
     R(execv, "execv");

@@ -111,7 +111,6 @@ typedef struct tw_libc_real {
     long (*syscall)(long, ...);
     int (*cond_wait)(void *, void *);
     int (*sem_wait)(void *);
-    int (*join)(unsigned long, void **);
     int (*create)(void *, const void *, void *(*)(void *), void *);
     int (*execve)(const char *, char *const[], char *const[]);
     int (*execv)(const char *, char *const[]);
