@@ -160,6 +160,8 @@ int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
     }
 }
 
+uint64_t tw_tk_safe(void) { return tw_tk ? __atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) : 0; }
+
 int tw_tk_due(uint64_t t) {
     tw_tk_shared *k = tw_tk;
     if (!k) return 1;

@@ -235,6 +235,7 @@ __attribute__((weak)) int tw_tk_on(void) { return 0; }
 __attribute__((weak)) void tw_tk_twait_begin(uint64_t deadline) { (void)deadline; }
 __attribute__((weak)) void tw_tk_block_begin(void) {}
 __attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 1; }
+__attribute__((weak)) uint64_t tw_tk_safe(void) { return 0; }
 __attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
 __attribute__((weak)) void tw_tk_before_exec(void) {}
 __attribute__((weak)) int tw_tk_reserve(void) { return -1; }
@@ -248,7 +249,11 @@ int tw_libc_keeper(void) {
     return on;
 }
 
-int64_t tw_libc_next_slice(int64_t slice) { return slice < TW_SLICE_MAX_NS ? slice * 2 : slice; }
+int64_t tw_libc_slice(uint64_t target) {
+    uint64_t safe = tw_tk_safe();
+    int64_t left = target > safe ? (int64_t)(target - safe) : 0;
+    return left < TW_SLICE_MIN_NS ? TW_SLICE_MIN_NS : left > TW_SLICE_MAX_NS ? TW_SLICE_MAX_NS : left;
+}
 
 void tw_libc_kw_begin(uint64_t target) {
     int saved = errno;
@@ -278,7 +283,7 @@ void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
 
 int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) {
     tw_libc_kw_begin(target);
-    for (int64_t slice = TW_SLICE_MIN_NS;; slice = tw_libc_next_slice(slice)) {
+    for (int64_t slice = tw_libc_slice(target);; slice = tw_libc_slice(target)) {
         int due = tw_libc_kw_due(target);
         int r = call(ctx, due ? 0 : slice);
         if (r || due) { tw_libc_kw_end(!r, target, wake); return r; }

@@ -37,6 +37,7 @@ int tw_tk_on(void);
 void tw_tk_twait_begin(uint64_t deadline);
 void tw_tk_block_begin(void);
 int tw_tk_due(uint64_t deadline);
+uint64_t tw_tk_safe(void);       /* the keeper's clock (0 without one) */
 void tw_tk_wake(int how, uint64_t deadline);
 void tw_tk_before_exec(void);
 /* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
@@ -153,14 +154,15 @@ int tw_libc_keeper(void) TW_HIDDEN;
 typedef int (*tw_libc_wait_fn)(void *ctx, int64_t rel_ns);
 int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) TW_HIDDEN;
 /* Its parts, for callers that loop themselves: announce, ask whether due, end (timed out or woken).
- * Real-time slices start at TW_SLICE_MIN_NS (a deadline about due is noticed quickly) and double up to
- * TW_SLICE_MAX_NS (a long wait costs at most a few wake-ups per millisecond). */
+ * A real-time slice lasts as long as the keeper's clock still has to go to the deadline (it advances about
+ * as fast as real time when threads compute), between TW_SLICE_MIN_NS and TW_SLICE_MAX_NS: a wait notices
+ * its deadline soon after the clock reaches it, and a long wait costs a few wake-ups per millisecond. */
 #define TW_SLICE_MIN_NS 50000
 #define TW_SLICE_MAX_NS 2000000
 void tw_libc_kw_begin(uint64_t target) TW_HIDDEN;
 int tw_libc_kw_due(uint64_t target) TW_HIDDEN;
 void tw_libc_kw_end(int timed_out, uint64_t target, int wake) TW_HIDDEN;
-int64_t tw_libc_next_slice(int64_t slice) TW_HIDDEN;
+int64_t tw_libc_slice(uint64_t target) TW_HIDDEN;
 /* Around a wait without deadline: the thread no longer holds the clock back; woken, it resumes no earlier
  * than anything that happened. Preserve errno. */
 void tw_libc_block_begin(void) TW_HIDDEN;
