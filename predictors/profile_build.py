@@ -20,8 +20,8 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
   (M, K) = (10240, 8192) and (4096, 14336), are held out.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
 - copies: odd powers of two of the byte count are held out. Pinned copies the vLLM recording has (device
-  times of vLLM's small cudaMemcpyAsync, 4 B to 32 KiB) replace the eager-loop rows up to 1 MiB, which time
-  the host's launch rate rather than the device.
+  times of vLLM's small cudaMemcpyAsync, 4 B to 32 KiB) replace the eager-loop rows over that range, which
+  time the host's launch rate rather than the device.
 - kernels without an annotation (kernels_2026-11-29 and -29b, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.
@@ -170,12 +170,14 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
         out.append(("attn", key, r.t_median_us * 1e3, is_held_out("attn", r)))
     vcopy = vllm_copy_rows(pd)
     out += vcopy
-    in_situ_copies = {key[:2] for _, key, _, _ in vcopy}
+    in_situ_copies: dict = {}   # (dir, pinned) -> largest size measured in situ
+    for _, key, _, _ in vcopy:
+        in_situ_copies[key[:2]] = max(in_situ_copies.get(key[:2], 0), key[2])
     for r in _copy_rows(pd, src).itertuples():
         d, pinned = COPY_OPS[r.op]
         # the eager loops time small copies by the host's launch rate (~23 us flat up to 1 MiB pinned), not
-        # the device: where the vLLM recording has device times, those replace them
-        if (d, pinned) in in_situ_copies and r.bytes <= (1 << 20):
+        # the device: over the sizes the vLLM recording has device times for, those replace them
+        if (d, pinned) in in_situ_copies and r.bytes <= in_situ_copies[(d, pinned)]:
             continue
         out.append(("copy", (d, pinned, int(r.bytes)), r.t_median_us * 1e3, is_held_out("copy", r)))
     return out
