@@ -11,8 +11,10 @@ shed noise from a loaded machine):
   torch       dispatch of small eager CPU tensor ops (vLLM's host-side tensor bookkeeping)
 The factor is the geometric mean over workloads of (time on the target host / time here). The target host's
 times are measured once on the real machine (`python -m timewarp.predictors.host_speed --out FILE` there) and
-stored with the GPU's data; `timewarp run` measures this machine (about 1 s, cached per CPU model and Python
-version in ~/.cache/timewarp/) unless TIMEWARP_HOST_SPEED is set.
+stored with the GPU's data; host_speed() measures this machine (about 1 s, cached per CPU model and Python
+version in ~/.cache/timewarp/). `timewarp run` does not apply it yet: against the real H200's vLLM
+benchmarks the factor (1.63 on the development machine) made predictions worse, whether applied to every
+process or only to those without GPU work (docs/LIMITATIONS.md); TIMEWARP_HOST_SPEED sets a factor by hand.
 
     python -m timewarp.predictors.host_speed [--out FILE]       # print (and save) this machine's times
 """
