@@ -56,8 +56,6 @@ def _demangler():
 
 def held_out_errors():
     """Per held-out key: measured median, predicted (without kgap: the table's kernel time) and error."""
-    import pandas as pd
-
     table = pb.kern_table()
     kt = pb.KernTable(table, 0.0)
     v = pb.vllm_kernel_rows()

@@ -89,12 +89,12 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import pathlib
 import re
 import sys
 from dataclasses import dataclass
 
 from . import profile_build as pb
+from .vllm_gemm_rows import STEP_KERNEL   # once per step, its first kernel; grid x = tokens
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
 TILE_ROWS = 128                      # FA3 sm90 hdim128 query tile (kBlockM), GQA-packed rows
@@ -102,7 +102,6 @@ ATTENTION_CSV = pb.VLLM_DIR / "attention.csv"
 KERNELS_JSON = pb.VLLM_DIR / "kernels.json"
 COMBINE_BLOCK = (256, 1, 1)
 # the in-situ data: vLLM's run of predictors/calibration/vllm_workload.py under the recorder
-STEP_KERNEL = "triton_red_fused__to_copy_embedding_rms_norm_0"     # once per step, its first kernel; grid x = tokens
 MAIN_KERNEL = "FlashAttnFwdSm90"
 COMBINE_KERNEL = "FlashAttnFwdCombine"
 LAYERS = 32
@@ -506,8 +505,6 @@ def main(argv=None) -> int:
     if args.csv:
         f.rows.drop(columns=["q", "k"]).to_csv(args.csv, index=False)
     if args.variants:
-        import numpy as np
-
         peak, bw = rates(args.gpu)
         v, b = f.rows, f.bench
         print(f"\n{'variant':62s} {'held-out in situ: all':>22s} {'d_short':>12s} {'d_long':>12s} {'prefill':>12s} "

@@ -74,10 +74,14 @@ import statistics
 import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
+if __package__:
+    from . import profile_build as pb
+else:   # run by path: python predictors/vllm_gemm_rows.py
+    sys.path.insert(0, str(HERE))
+    import profile_build as pb
 DEFAULT_REC = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
 DEFAULT_TRACE = pathlib.Path("/tmp/gal/trace.json")
 STEP_KERNEL = "triton_red_fused__to_copy_embedding_rms_norm_0"
-GEMM_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]   # as profile_build.py
 KGAP_DEFAULT_NS = 928.0
 BACK_TO_BACK_NS = 3000.0
 LAYERS = {0: "none", 1: "exact", 2: "interp", 3: "nearest", 4: "roofline"}
@@ -161,14 +165,10 @@ def align(real, emu):
 
 
 def held_out(n: int, family_ns: list[int]) -> bool:
-    """The split (module docstring): the family's smallest and largest N are fitted; N in GEMM_TOKENS by
-    its position there (as profile_build.is_held_out); other N by their position in the family's sorted list."""
+    """The split (module docstring): profile_build.is_held_out("vgemm") for N at its rank in its family."""
     ns = sorted(family_ns)
-    if n in (ns[0], ns[-1]):
-        return False
-    if n in GEMM_TOKENS:
-        return GEMM_TOKENS.index(n) % 2 == 1
-    return ns.index(n) % 2 == 1
+    row = collections.namedtuple("VgemmRow", "N pos last")(n, ns.index(n), len(ns) - 1)
+    return pb.is_held_out("vgemm", row)
 
 
 def lerp_log(x0, y0, x1, y1, x):

@@ -87,13 +87,8 @@ void tw_tk_unreserve(int idx) {
  * time then), or, for a process nobody handed one to, the run's highest time. */
 uint64_t tw_tk_start_clock(void) {
     if (!tw_tk) return 0;
-    int32_t tid = gettid_raw();
-    uint32_t hi = __atomic_load_n(&tw_tk->hiwater, __ATOMIC_ACQUIRE);
-    for (uint32_t i = 0; i < hi; i++)
-        if (__atomic_load_n(&tw_tk->slots[i].tid, __ATOMIC_ACQUIRE) == tid) {
-            return __atomic_load_n(&tw_tk->slots[i].clock, __ATOMIC_ACQUIRE);
-        }
-    return __atomic_load_n(&tw_tk->max_now, __ATOMIC_ACQUIRE);
+    tw_tk_slot *s = tw_tk_find(tw_tk, gettid_raw());
+    return __atomic_load_n(s ? &s->clock : &tw_tk->max_now, __ATOMIC_ACQUIRE);
 }
 
 tw_tk_slot *tw_tk_thread_slot(uint64_t now) {

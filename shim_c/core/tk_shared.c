@@ -72,11 +72,15 @@ tw_tk_shared *tw_tk_map(const char *path, const char **why) {
     return k;
 }
 
-tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t clock) {
+tw_tk_slot *tw_tk_find(tw_tk_shared *k, int32_t tid) {
     uint32_t hi = LOAD(&k->hiwater);
-    tw_tk_slot *s = NULL;
-    for (uint32_t i = 0; i < hi && !s; i++)   /* the slot this thread already has (claimed before an exec) */
-        if (LOAD(&k->slots[i].tid) == tid) s = &k->slots[i];
+    for (uint32_t i = 0; i < hi; i++)
+        if (LOAD(&k->slots[i].tid) == tid) return &k->slots[i];
+    return NULL;
+}
+
+tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t clock) {
+    tw_tk_slot *s = tw_tk_find(k, tid);   /* the slot this thread already has (claimed before an exec) */
     for (uint32_t i = 0; !s && i < k->nslots; i++) {
         int32_t zero = 0;
         if (LOAD(&k->slots[i].tid) == 0 &&

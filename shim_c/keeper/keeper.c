@@ -40,6 +40,14 @@ static uint64_t asleep_cpu[TW_TK_SLOTS];
  * import of torch, full of such calls, made a polling parent's clock run 20x faster than real time). */
 #define LOST_NS 20000000ll
 
+/* The slot of a thread (or reserved thread) that ended without releasing it; tid: the owner seen. */
+static void free_slot(tw_tk_shared *k, tw_tk_slot *s, int32_t tid) {
+    if (__atomic_compare_exchange_n(&s->tid, &tid, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&s->state, TW_SLOT_FREE, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+    }
+}
+
 EXPORT tw_tk_shared *tw_keeper_create(const char *path, const char *topology) {
     struct timespec r, m;
     clock_gettime(CLOCK_REALTIME, &r);
@@ -90,13 +98,7 @@ static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
         int stale = t - last_move[i] > STALE_NS;
         if (!stale) continue;
         if (tid < 0) {   /* reserved for a thread being created (libc/thread.c): only its process can end it */
-            if (t - last_move[i] > 200 * STALE_NS && tw_tk_task_state(s->pid, 0) == '\0') {
-                int32_t expect = tid;
-                if (__atomic_compare_exchange_n(&s->tid, &expect, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-                    __atomic_store_n(&s->state, TW_SLOT_FREE, __ATOMIC_RELEASE);
-                    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
-                }
-            }
+            if (t - last_move[i] > 200 * STALE_NS && tw_tk_task_state(s->pid, 0) == '\0') free_slot(k, s, tid);
             continue;
         }
         if (st != TW_SLOT_RUN) {
@@ -106,11 +108,7 @@ static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
         uint64_t cpu = 0;
         char c = thread_state(s->pid, tid, st == TW_SLOT_RUN ? &cpu : NULL);
         if (c == '\0' || c == 'Z' || c == 'X') {   /* gone without releasing its slot */
-            int32_t expect = tid;
-            if (__atomic_compare_exchange_n(&s->tid, &expect, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-                __atomic_store_n(&s->state, TW_SLOT_FREE, __ATOMIC_RELEASE);
-                __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
-            }
+            free_slot(k, s, tid);
             continue;
         }
         if (st != TW_SLOT_RUN) continue;

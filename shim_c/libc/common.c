@@ -283,9 +283,9 @@ void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
 
 int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) {
     tw_libc_kw_begin(target);
-    for (int64_t slice = tw_libc_slice(target);; slice = tw_libc_slice(target)) {
+    for (;;) {
         int due = tw_libc_kw_due(target);
-        int r = call(ctx, due ? 0 : slice);
+        int r = call(ctx, due ? 0 : tw_libc_slice(target));
         if (r || due) { tw_libc_kw_end(!r, target, wake); return r; }
     }
 }

@@ -311,9 +311,9 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
             return call_with(abs);                                                                           \
         if (tw_libc_keeper()) { /* slices of real time until an event or the keeper reaches the deadline */ \
             tw_libc_kw_begin(tw_target_);                                                                    \
-            for (int64_t tw_slice_ = tw_libc_slice(tw_target_);; tw_slice_ = tw_libc_slice(tw_target_)) {        \
+            for (;;) {                                                                                       \
                 int tw_due_ = tw_libc_kw_due(tw_target_);                                                    \
-                tw_real_abs_ = tw_libc_real_after((clk), tw_due_ ? 0 : tw_slice_);                           \
+                tw_real_abs_ = tw_libc_real_after((clk), tw_due_ ? 0 : tw_libc_slice(tw_target_));           \
                 int tw_r_ = call_with(&tw_real_abs_);                                                        \
                 int tw_to_ = tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT);                      \
                 if (!tw_to_ || tw_due_) { tw_libc_kw_end(tw_to_, tw_target_, (wake)); return tw_r_; }               \

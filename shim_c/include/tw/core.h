@@ -209,7 +209,7 @@ typedef struct tw_kernel {
     uint32_t id;             /* dense id, for caches and traces */
     int n_params;            /* -1 unknown */
     int max_threads, shared_bytes, const_bytes, local_bytes, num_regs, max_dyn_shared;
-    int step_class;          /* step.c's classification, cached: 0 not yet, else tw_step_class */
+    int step_class;          /* step.c's classification of the kernel, cached (0: not yet) */
 } tw_kernel;
 
 tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */

@@ -96,6 +96,7 @@ tw_tk_shared *tw_tk_create(const char *path, int64_t epoch_realtime, int64_t epo
 /* Map an existing file; NULL with *why set when it is missing or not a time keeper file. */
 tw_tk_shared *tw_tk_map(const char *path, const char **why);
 /* Take the slot of thread tid (the one it already has, or a free one); NULL when the table is full. */
+tw_tk_slot *tw_tk_find(tw_tk_shared *k, int32_t tid);   /* the slot thread tid holds, or NULL */
 tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t clock);
 void tw_tk_release(tw_tk_shared *k, tw_tk_slot *s);
 /* Raise `max_now` to at least t; returns the new value. */
@@ -122,10 +123,10 @@ enum { TW_WAKE_TIMEOUT = 0, TW_WAKE_ANY = 1, TW_WAKE_LOCAL = 2 };
 extern tw_tk_shared *tw_tk;    /* NULL: no time keeper, process-local time */
 void tw_tk_attach(int64_t *epoch_realtime, int64_t *epoch_monotonic);
 tw_tk_slot *tw_tk_thread_slot(uint64_t now);   /* the calling thread's slot, claimed on first use */
-uint64_t tw_tk_start_clock(void);
-int tw_tk_reserve(void);                         /* pthread_create's slot for the new thread (-1: none) */
-void tw_tk_adopt(int slot);                      /* the new thread takes it */
-void tw_tk_unreserve(int slot);                /* where a new process's timeline starts (timekeeper.c) */
+uint64_t tw_tk_start_clock(void);              /* where a new process's timeline starts */
+int tw_tk_reserve(void);                       /* pthread_create's slot for the new thread (-1: none) */
+void tw_tk_adopt(int slot);                    /* the new thread takes it */
+void tw_tk_unreserve(int slot);                /* the creation failed: give it back */
 void tw_tk_thread_private(void);               /* this thread stays out of the keeper (host-function thread) */
 void tw_tk_before_exec(void);
 /* Put slot s in state (SLEEP or TWAIT) with deadline t and wait until the keeper's clock reaches t;
