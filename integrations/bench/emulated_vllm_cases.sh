@@ -3,8 +3,9 @@
 # integrations/bench/real_vllm_baseline.sh runs on the real H200, here under one `timewarp run`:
 #     timewarp run -- integrations/bench/emulated_vllm_cases.sh OUT_DIR [CASES]
 # then  python -m timewarp.integrations.bench_compare OUT_DIR  prints real vs emulated.
-# Writes OUT_DIR/serve.log, bench.log, caseK.json, and wall.txt (real seconds per case, from /proc/uptime:
-# the clocks inside the run are virtual).
+# Writes OUT_DIR/serve.log, bench.log, caseK.json (caseKr.json for a case named twice), marks.txt (each
+# case's start and end on the virtual CLOCK_MONOTONIC), and wall.txt (real seconds per case, from
+# /proc/uptime: the clocks inside the run are virtual).
 set -u
 OUT=$(mkdir -p "${1:?usage: emulated_vllm_cases.sh OUT_DIR [CASES]}" && cd "$1" && pwd)
 CASES=${2:-"1 2 3 4 5 6"}
@@ -13,6 +14,8 @@ MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
 PORT=${PORT:-8017}
 export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
 real() { cut -d' ' -f1 /proc/uptime; }
+# the virtual CLOCK_MONOTONIC, the clock of the vLLM timeline (TIMEWARP_VLLM_TIMELINE): marks each case on it
+mono_ns() { $PY -c "import time; print(time.perf_counter_ns())"; }
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32")
 t0=$(real)
@@ -25,10 +28,13 @@ done
 echo "ready $(awk "BEGIN{print $(real) - $t0}") s wall" | tee "$OUT/wall.txt"
 for k in $CASES; do
   read -r C I O N <<< "${SPEC[$k]}"
+  name=case$k; [ -f "$OUT/$name.json" ] && name=case${k}r  # a repeated case keeps both results
   t1=$(real)
+  echo "$name start $(mono_ns)" >> "$OUT/marks.txt"
   $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" --dataset-name random \
       --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N --max-concurrency $C \
-      --save-result --save-detailed --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
-  echo "case$k rc=$? $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
+      --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json >> "$OUT/bench.log" 2>&1
+  echo "$name rc=$? $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
+  echo "$name end $(mono_ns)" >> "$OUT/marks.txt"
 done
 kill -INT $srv; wait $srv

@@ -5,10 +5,11 @@
 #
 # Runs on the lent H200 (device `run` tool), from the repository root, after the parts written by
 # ../shared/device/pack_site.sh .devpack 'vllm==0.24.0' were copied to /root/parts (one run per part).
-# Writes to $OUT (at most 8 files come back): serve.log, bench.log, case1..4.json, startup.txt.
+# Writes to $OUT: serve.log, bench.log, caseK.json, startup.txt, marks.txt (each case's start and end on
+# CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after each case).
 #
 # Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
-#      CASES (default all: "1 2 3 4").
+#      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time).
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -17,11 +18,13 @@ BUDGET_S=${BUDGET_S:-450}
 CASES=${CASES:-"1 2 3 4"}
 MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
 el() { echo $(( $(date +%s) - t0 )); }
+# CLOCK_MONOTONIC, the clock of the vLLM timeline (integrations/vllm_plugin/timeline.py): marks each case on it
+mono_ns() { python3 -c "import time; print(time.perf_counter_ns())"; }
 note() { echo "[$(el)s] $*" | tee -a "$OUT/bench.log"; }
 
 note "parts: $(ls -la "$PARTS" 2>&1 | tr '\n' ' ')"
 mkdir -p /tmp/site && cat "$PARTS"/part.* | xz -dc | tar -C /tmp/site -xf - || { note "unpack failed"; exit 2; }
-export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 note "unpacked; $(nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.max.sm --format=csv,noheader 2>&1)"
 
 python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 > "$OUT/serve.log" 2>&1 &
@@ -48,12 +51,16 @@ if [ $ready = 1 ]; then
     read -r C I O N <<< "${SPEC[$k]}"
     left=$(( BUDGET_S - $(el) - 25 ))
     if [ $left -lt 20 ]; then note "case$k skipped: ${left}s left"; continue; fi
-    note "case$k: C=$C I=$I O=$O N=$N (limit ${left}s)"
+    name=case$k; [ -f "$OUT/$name.json" ] && name=case${k}r  # a repeated case keeps both results
+    note "$name: C=$C I=$I O=$O N=$N (limit ${left}s)"
+    echo "$name start $(mono_ns)" >> "$OUT/marks.txt"
     timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
       --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
-      --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename case$k.json \
+      --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
       >> "$OUT/bench.log" 2>&1
-    note "case$k rc=$?"
+    note "$name rc=$?"
+    echo "$name end $(mono_ns)" >> "$OUT/marks.txt"
+    python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8000/metrics', timeout=10).read().decode())" > "$OUT/metrics_$name.txt" 2>&1
   done
 fi
 

@@ -8,6 +8,8 @@ nothing unless the process runs under timewarp (TIMEWARP_GPU set and the shim lo
   FlashAttention's time inside and outside CUDA graphs (step_context.py);
 - stands in for FlashInfer's sampling module, which vLLM would otherwise JIT-compile with nvcc at start-up
   (flashinfer_sampling.py).
+In any process, emulated or not, TIMEWARP_VLLM_TIMELINE=DIR writes a timeline of the serving loop
+(timeline.py).
 vLLM's files are never edited: the plugin wraps methods of vLLM's classes at load time.
 """
 from __future__ import annotations
@@ -34,6 +36,8 @@ def emulated() -> bool:
 def register() -> None:
     """The `vllm.general_plugins` entry point (vLLM may call it several times per process)."""
     global _done
+    from . import timeline
+    timeline.register()  # real or emulated: it is how the two are compared
     if _done or not emulated():
         return
     _done = True

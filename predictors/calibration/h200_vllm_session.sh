@@ -5,7 +5,8 @@
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
 #   STAGE=serve   predictors/host_speed.py, then integrations/bench/real_vllm_baseline.sh (CASES from the
-#                 environment); everything in one $OUT/serve_bundle.tar.gz
+#                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines);
+#                 everything in one $OUT/serve_bundle.tar.gz
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 if [ ! -f /tmp/site/.unpacked ]; then
@@ -19,6 +20,12 @@ case "${STAGE:?}" in
   record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
             predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
   serve)  python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
+          if [ -n "${TIMELINE:-}" ]; then  # vLLM's plugin entry point loads timeline.py as a top-level module
+            mkdir -p /tmp/tl/tw_timeline-0.dist-info
+            printf 'Metadata-Version: 2.1\nName: tw-timeline\nVersion: 0\n' > /tmp/tl/tw_timeline-0.dist-info/METADATA
+            printf '[vllm.general_plugins]\ntw_timeline = timeline:register\n' > /tmp/tl/tw_timeline-0.dist-info/entry_points.txt
+            export PYTHONPATH=$PYTHONPATH:/tmp/tl:$PWD/integrations/vllm_plugin TIMEWARP_VLLM_TIMELINE=$OUT/timeline
+          fi
           PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh
           # at most 8 files come back: one bundle
           (cd "$OUT" && tar czf /tmp/serve_bundle.tar.gz --exclude serve_bundle.tar.gz . && rm -f ./* && mv /tmp/serve_bundle.tar.gz .) ;;

@@ -1,0 +1,119 @@
+"""A per-process timeline of vLLM's serving loop, written the same way on the real GPU and under emulation.
+
+TIMEWARP_VLLM_TIMELINE=DIR makes every vLLM process that imports the wrapped modules append one line per
+call to DIR/timeline-PID.tsv:  name  start_ns  end_ns  thread  detail
+with time.perf_counter_ns() (CLOCK_MONOTONIC: one clock for all processes of a machine, the virtual clock
+under timewarp). Comparing a real run's file with an emulated run's says which part of a request's life
+(API input processing, the engine's handling of the request, scheduling, the model's launches, waiting for
+the GPU, output processing) the emulator gets wrong. It needs nothing from timewarp: on a GPU machine it is
+loaded as a top-level module (predictors/calibration/h200_vllm_session.sh, STAGE=timeline).
+Cost: about 2 us per wrapped call.
+"""
+from __future__ import annotations
+
+import atexit
+import os
+import threading
+import time
+
+try:
+    from ._hooks import after_import
+except ImportError:  # loaded as a top-level module on a real GPU machine
+    from _hooks import after_import
+
+_lines: list[str] = []
+_lock = threading.Lock()
+_path = None
+
+
+def _flush() -> None:
+    global _lines
+    with _lock:
+        lines, _lines = _lines, []
+    if lines and _path:
+        with open(_path, "a") as f:
+            f.write("".join(lines))
+
+
+def _record(name: str, t0: int, t1: int, detail: str) -> None:
+    line = f"{name}\t{t0}\t{t1}\t{threading.get_native_id()}\t{detail}\n"
+    with _lock:
+        _lines.append(line)
+        full = len(_lines) >= 256
+    if full:
+        _flush()
+
+
+def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None) -> None:
+    """Time cls_name.method; detail(self, result, *args) -> str describes the call (after it returns)."""
+
+    def patch(module) -> None:
+        cls = getattr(module, cls_name)
+        orig = getattr(cls, method)
+        if getattr(orig, "_timewarp_timeline", False):
+            return
+
+        def wrapper(self, *args, **kwargs):
+            t0 = time.perf_counter_ns()
+            result = orig(self, *args, **kwargs)
+            t1 = time.perf_counter_ns()
+            try:
+                _record(name, t0, t1, detail(self, result, *args) if detail else "")
+            except Exception as e:  # a layout this vLLM does not have: record that, never break it
+                _record(name, t0, t1, f"detail-error:{type(e).__name__}")
+            return result
+
+        wrapper._timewarp_timeline = True
+        wrapper.__wrapped__ = orig
+        setattr(cls, method, wrapper)
+
+    after_import(module_name, patch)
+
+
+def _sched_detail(sched, out, *args) -> str:
+    new = [len(r.prompt_token_ids or ()) for r in out.scheduled_new_reqs]
+    return (f"tokens={out.total_num_scheduled_tokens} reqs={len(out.num_scheduled_tokens)} "
+            f"new={len(new)} new_prompt={sum(new)} waiting={len(sched.waiting)} running={len(sched.running)}")
+
+
+def _request_detail(core, out, request_type, *args) -> str:
+    return f"type={getattr(request_type, 'name', request_type)}"
+
+
+def _outputs_detail(proc, out, outputs, *args) -> str:
+    return f"n={len(outputs)}"
+
+
+def _update_detail(sched, out, scheduler_output, *args) -> str:
+    return f"tokens={scheduler_output.total_num_scheduled_tokens}"
+
+
+def register() -> None:
+    """Install the timeline if TIMEWARP_VLLM_TIMELINE names a directory (the plugin calls this in every
+    process; a GPU machine's entry point calls it directly)."""
+    global _path
+    out = os.environ.get("TIMEWARP_VLLM_TIMELINE")
+    if not out or _path:
+        return
+    os.makedirs(out, exist_ok=True)
+    _path = os.path.join(out, f"timeline-{os.getpid()}.tsv")
+    atexit.register(_flush)
+    threading.Thread(target=_flush_every, args=(2.0,), daemon=True, name="tw-timeline").start()
+    core, sched = "vllm.v1.engine.core", "vllm.v1.core.sched.scheduler"
+    runner = "vllm.v1.worker.gpu.model_runner"
+    _wrap(core, "EngineCore", "_handle_client_request", "core.request", _request_detail)
+    _wrap(core, "EngineCore", "_process_engine_step", "core.step")
+    _wrap(sched, "Scheduler", "schedule", "sched.schedule", _sched_detail)
+    _wrap(sched, "Scheduler", "update_from_output", "sched.update", _update_detail)
+    _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute")
+    _wrap(runner, "GPUModelRunner", "sample_tokens", "runner.sample")
+    _wrap("vllm.v1.engine.input_processor", "InputProcessor", "process_inputs", "api.inputs")
+    _wrap("vllm.v1.engine.output_processor", "OutputProcessor", "process_outputs", "api.outputs",
+          _outputs_detail)
+
+
+def _flush_every(seconds: float) -> None:
+    # real seconds are not needed: under emulation this sleeps on the virtual clock, which is fine
+    while True:
+        time.sleep(seconds)
+        _flush()
