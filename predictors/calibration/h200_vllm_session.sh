@@ -28,6 +28,6 @@ case "${STAGE:?}" in
           fi
           PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh
           # at most 8 files come back: one bundle
-          (cd "$OUT" && tar czf /tmp/serve_bundle.tar.gz --exclude serve_bundle.tar.gz . && rm -f ./* && mv /tmp/serve_bundle.tar.gz .) ;;
+          (cd "$OUT" && tar czf /tmp/serve_bundle.tar.gz --exclude serve_bundle.tar.gz . && rm -rf ./* && mv /tmp/serve_bundle.tar.gz .) ;;
   *) echo "unknown STAGE=$STAGE"; exit 2 ;;
 esac
