@@ -200,6 +200,10 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     Path(spec.workdir).mkdir(parents=True, exist_ok=True)
     spec_file = Path(spec.workdir) / "spec.json"
     spec_file.write_text(json.dumps(asdict(spec)))
+    # `python -m` puts the working directory first on sys.path: run from a checkout of timewarp, its source
+    # folder timewarp/ (no integrations/ in it) would shadow the installed package in the driver and in
+    # every vLLM process (whose plugin then fails to load). The driver and its children inherit this.
+    os.environ["PYTHONSAFEPATH"] = "1"
     watch = _Watch(spec)
     watch.start()
     t0 = time.monotonic()

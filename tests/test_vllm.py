@@ -4,12 +4,14 @@ import json
 import re
 import subprocess
 import sys
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (the CI venv installs vllm==0.24.0)")
+REPO = Path(__file__).resolve().parent.parent
 
 
 def test_num_sampled_is_zero_only_for_unfinished_chunked_prefills():
@@ -43,9 +45,12 @@ def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
     (predictors/data/h200/vllm_2026-11-29); the emulated engine must report FA3, the same KV capacity
     within 1%, and plausible metrics, with every request complete and no unimplemented CUDA call."""
     logs = tmp_path / "logs"
-    r = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "vllm-bench", "--input-len", "256",
+    # the README's command, from the checkout's root, where the source folder timewarp/ would shadow the
+    # installed package in every `python -m` child that does not guard against it
+    timewarp = str(Path(sys.executable).parent / "timewarp")
+    r = subprocess.run([timewarp, "vllm-bench", "--input-len", "256",
                         "--output-len", "32", "--num-prompts", "6", "--concurrency", "2", "--logs", str(logs)],
-                       capture_output=True, text=True, timeout=1500)
+                       capture_output=True, text=True, timeout=1500, cwd=REPO)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
     result = json.loads((logs / "result.json").read_text())
     assert result["completed"] == 6 and result["failed"] == 0

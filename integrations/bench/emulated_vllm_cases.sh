@@ -12,7 +12,9 @@ CASES=${2:-"1 2 3 4 5 6"}
 PY=${PYTHON:-python3}
 MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
 PORT=${PORT:-8017}
-export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1
+# PYTHONSAFEPATH: run from a checkout, `python -m` would import the source folder timewarp/ (no integrations/
+# in it) instead of the installed package, and vLLM's timewarp plugin would not load
+export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONSAFEPATH=1
 real() { cut -d' ' -f1 /proc/uptime; }
 # the virtual CLOCK_MONOTONIC, the clock of the vLLM timeline (TIMEWARP_VLLM_TIMELINE): marks each case on it
 mono_ns() { $PY -c "import time; print(time.perf_counter_ns())"; }

@@ -1,11 +1,12 @@
 """A per-process timeline of vLLM's serving loop, written the same way on the real GPU and under emulation.
 
 TIMEWARP_VLLM_TIMELINE=DIR makes every vLLM process that imports the wrapped modules append one line per
-call to DIR/timeline-PID.tsv:  name  start_ns  end_ns  thread  detail
+call to DIR/timeline-PID.tsv:  name  start_ns  end_ns  thread  detail  cpu_ns
 with time.perf_counter_ns() (CLOCK_MONOTONIC: one clock for all processes of a machine, the virtual clock
 under timewarp). Comparing a real run's file with an emulated run's says which part of a request's life
 (API input processing, the engine's handling of the request, scheduling, the model's launches, waiting for
-the GPU, output processing) the emulator gets wrong. It needs nothing from timewarp: on a GPU machine it is
+the GPU, output processing) the emulator gets wrong; cpu_ns, the calling thread's CPU time during the call
+(real CPU time of the machine it ran on, emulated or not), says whether a call computed or waited. It needs nothing from timewarp: on a GPU machine it is
 loaded as a top-level module (predictors/calibration/h200_vllm_session.sh, STAGE=timeline).
 Cost: about 2 us per wrapped call.
 """
@@ -35,8 +36,8 @@ def _flush() -> None:
             f.write("".join(lines))
 
 
-def _record(name: str, t0: int, t1: int, detail: str) -> None:
-    line = f"{name}\t{t0}\t{t1}\t{threading.get_native_id()}\t{detail}\n"
+def _record(name: str, t0: int, t1: int, detail: str, cpu: int) -> None:
+    line = f"{name}\t{t0}\t{t1}\t{threading.get_native_id()}\t{detail}\t{cpu}\n"
     with _lock:
         _lines.append(line)
         full = len(_lines) >= 256
@@ -54,13 +55,13 @@ def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None) 
             return
 
         def wrapper(self, *args, **kwargs):
-            t0 = time.perf_counter_ns()
+            c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
             result = orig(self, *args, **kwargs)
-            t1 = time.perf_counter_ns()
+            t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
             try:
-                _record(name, t0, t1, detail(self, result, *args) if detail else "")
+                _record(name, t0, t1, detail(self, result, *args) if detail else "", c1 - c0)
             except Exception as e:  # a layout this vLLM does not have: record that, never break it
-                _record(name, t0, t1, f"detail-error:{type(e).__name__}")
+                _record(name, t0, t1, f"detail-error:{type(e).__name__}", c1 - c0)
             return result
 
         wrapper._timewarp_timeline = True
@@ -101,8 +102,8 @@ def register() -> None:
     threading.Thread(target=_flush_every, args=(2.0,), daemon=True, name="tw-timeline").start()
     core, sched = "vllm.v1.engine.core", "vllm.v1.core.sched.scheduler"
     runner = "vllm.v1.worker.gpu.model_runner"
-    _wrap(core, "EngineCore", "_handle_client_request", "core.request", _request_detail)
-    _wrap(core, "EngineCore", "_process_engine_step", "core.step")
+    _wrap(core, "EngineCoreProc", "_handle_client_request", "core.request", _request_detail)
+    _wrap(core, "EngineCoreProc", "_process_engine_step", "core.step")
     _wrap(sched, "Scheduler", "schedule", "sched.schedule", _sched_detail)
     _wrap(sched, "Scheduler", "update_from_output", "sched.update", _update_detail)
     _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute")

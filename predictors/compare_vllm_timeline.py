@@ -1,0 +1,130 @@
+"""Real versus emulated vLLM serving loop, phase by phase (integrations/vllm_plugin/timeline.py's files).
+
+    python -m timewarp.predictors.compare_vllm_timeline REAL_DIR EMULATED_DIR [CASE ...]
+
+Each DIR holds timeline/timeline-PID.tsv and marks.txt (each case's start and end on the run's
+CLOCK_MONOTONIC), as written by integrations/bench/real_vllm_baseline.sh on the H200 (TIMELINE=1) and
+integrations/bench/emulated_vllm_cases.sh under timewarp (TIMEWARP_VLLM_TIMELINE=DIR/timeline).
+
+Per case it prints the median duration of each phase of the engine's steps, split by step kind (steps that
+start a prompt, "prefill"; steps that only decode, "decode"), the interval between steps, the API server's
+input and output processing, and for concurrency 1 the chain of one request's first token: API input ->
+first schedule -> the prefill's launch -> its sampling -> the first output in the API server. A phase whose
+emulated median is off says where the emulator's host or GPU time goes wrong.
+"""
+from __future__ import annotations
+
+import statistics
+import sys
+from pathlib import Path
+
+
+def load(d: Path) -> tuple[list[tuple], dict[str, dict[str, int]]]:
+    ev = []
+    for f in sorted((d / "timeline").glob("timeline-*.tsv")):
+        for line in f.read_text().splitlines():
+            p = line.split("\t")
+            if len(p) >= 5:  # name start end thread detail [cpu]
+                ev.append((int(p[1]), int(p[2]), p[0], p[3], p[4], int(p[5]) if len(p) > 5 else -1))
+    ev.sort()
+    marks: dict[str, dict[str, int]] = {}
+    for line in (d / "marks.txt").read_text().splitlines():
+        name, kind, t = line.split()
+        marks.setdefault(name, {})[kind] = int(t)
+    return ev, marks
+
+
+def phases(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
+    """Durations (ms) of each phase in [t0, t1], keyed 'phase/kind'."""
+    out: dict[str, list[float]] = {}
+
+    def add(key, ns, cpu=-1):
+        out.setdefault(key, []).append(ns / 1e6)
+        if cpu >= 0:  # the thread's CPU time in the call (timelines written since it was recorded)
+            out.setdefault(key + " cpu", []).append(cpu / 1e6)
+
+    kind, last_sched = None, None
+    for s, e, name, _tid, detail, cpu in ev:
+        if not t0 <= s <= t1:
+            continue
+        if name == "sched.schedule":
+            if "tokens=0 " in detail:
+                kind = None
+                continue
+            kind = "prefill" if " new=0 " not in detail or _chunked(detail) else "decode"
+            if last_sched is not None:
+                add(f"step interval/{kind}", s - last_sched)
+            last_sched = s
+            add(f"schedule/{kind}", e - s, cpu)
+        elif name in ("runner.execute", "runner.sample") and kind:
+            add(f"{name.split('.')[1]}/{kind}", e - s, cpu)
+        elif name == "sched.update":
+            add("update", e - s, cpu)
+        elif name in ("api.inputs", "api.outputs"):
+            add(name, e - s, cpu)
+    return out
+
+
+def _chunked(detail: str) -> bool:
+    # a step with more tokens than requests carries prompt tokens (a chunk of a prompt begun earlier)
+    f = dict(kv.split("=") for kv in detail.split() if "=" in kv)
+    return int(f.get("tokens", 0)) > int(f.get("reqs", 0))
+
+
+def first_token_chain(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
+    """Concurrency 1: for each request, API input start -> ... -> first API output end (ms)."""
+    w = [x for x in ev if t0 <= x[0] <= t1]
+    ins = [i for i, x in enumerate(w) if x[2] == "api.inputs"]
+    out: dict[str, list[float]] = {}
+    for n, i in enumerate(ins):
+        end = ins[n + 1] if n + 1 < len(ins) else len(w)
+        seg = w[i:end]
+        try:
+            sc = next(x for x in seg if x[2] == "sched.schedule" and " new=1 " in x[4])
+            ex = next(x for x in seg if x[2] == "runner.execute" and x[0] >= sc[0])
+            sa = next(x for x in seg if x[2] == "runner.sample" and x[0] >= ex[1])
+            ou = next(x for x in seg if x[2] == "api.outputs" and x[0] >= sa[1])
+        except StopIteration:
+            continue
+        x = seg[0]
+        for key, ns in (("input", x[1] - x[0]), ("input->schedule", sc[0] - x[1]),
+                        ("schedule", sc[1] - sc[0]), ("prefill launch", ex[1] - ex[0]),
+                        ("prefill sample", sa[1] - sa[0]), ("sample->output", ou[0] - sa[1]),
+                        ("output", ou[1] - ou[0]), ("input->first output", ou[1] - x[0])):
+            out.setdefault(key, []).append(ns / 1e6)
+    return out
+
+
+def _table(title: str, real: dict, emu: dict) -> None:
+    print(f"  {title:<26} {'n real/emu':>11} {'real ms':>9} {'emu ms':>9} {'error':>8}")
+    for key in sorted(set(real) | set(emu), key=lambda k: (k.split("/")[-1], k)):
+        r, e = real.get(key, []), emu.get(key, [])
+        rm = statistics.median(r) if r else float("nan")
+        em = statistics.median(e) if e else float("nan")
+        err = f"{(em - rm) / rm * 100:+7.1f}%" if r and e and rm else ""
+        print(f"  {key:<26} {len(r):>5}/{len(e):<5} {rm:9.3f} {em:9.3f} {err:>8}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if len(argv) < 2:
+        print(__doc__)
+        return 2
+    (rev, rmarks), (eev, emarks) = load(Path(argv[0])), load(Path(argv[1]))
+    cases = argv[2:] or [c for c in rmarks if c in emarks and "end" in rmarks[c] and "end" in emarks[c]]
+    for case in cases:
+        if case not in rmarks or case not in emarks:
+            print(f"{case}: not in both runs' marks.txt")
+            continue
+        rw, ew = (rmarks[case]["start"], rmarks[case]["end"]), (emarks[case]["start"], emarks[case]["end"])
+        print(f"{case}: median per phase")
+        _table("phase/step kind", phases(rev, *rw), phases(eev, *ew))
+        rc, ec = first_token_chain(rev, *rw), first_token_chain(eev, *ew)
+        if rc and ec:
+            print(f"{case}: first-token chain (meaningful at concurrency 1)")
+            _table("phase", rc, ec)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
