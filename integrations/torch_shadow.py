@@ -203,7 +203,9 @@ def _forgiveness(mode: ShadowMode) -> int:
     import platform
     import sys
 
-    key = f"{platform.node()}|{platform.processor()}|{sys.version.split()[0]}|{torch.__version__}|" \
+    # clock2: readings stopped charging their own cost (shim_c/core/vclock.c), which changed what pausing
+    # leaves charged; values measured before are stale
+    key = f"clock2|{platform.node()}|{platform.processor()}|{sys.version.split()[0]}|{torch.__version__}|" \
           f"{os.environ.get('TIMEWARP_HOST_SPEED', '1')}"
     path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "timewarp",
                         "shadow_forgive.json")
@@ -225,6 +227,17 @@ def _forgiveness(mode: ShadowMode) -> int:
     except OSError:
         pass
     return ns
+
+
+def uninstall() -> bool:
+    """Pop the mode, from the thread that pushed it (a program that supplies its own host-visible results:
+    integrations/vllm_plugin). Returns whether it was installed."""
+    global _mode
+    if _mode is None:
+        return False
+    _mode.__exit__(None, None, None)
+    _mode = None
+    return True
 
 
 def install() -> ShadowMode:

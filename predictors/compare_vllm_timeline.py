@@ -58,6 +58,8 @@ def phases(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
             add(f"schedule/{kind}", e - s, cpu)
         elif name in ("runner.execute", "runner.sample") and kind:
             add(f"{name.split('.')[1]}/{kind}", e - s, cpu)
+        elif name == "gpu.step" and kind:
+            add(f"gpu span/{kind}", float(detail.split("gpu_ms=")[1]) * 1e6)
         elif name == "sched.update":
             add("update", e - s, cpu)
         elif name in ("api.inputs", "api.outputs"):

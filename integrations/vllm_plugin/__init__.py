@@ -17,6 +17,8 @@ from __future__ import annotations
 import ctypes
 import logging
 import os
+import sys
+import threading
 
 log = logging.getLogger("timewarp.vllm")
 
@@ -33,6 +35,23 @@ def emulated() -> bool:
         return False
 
 
+def _drop_shadow() -> None:
+    """vLLM needs no shadow of small PyTorch results (integrations/torch_shadow.py): the values it reads back
+    from the GPU are the ones host_results.py supplies. The shadow's Python dispatch of every eager aten
+    operation made the EngineCore's host work 40-120% slower on the virtual clock than on the real host
+    (forgiveness calibrated on large operations did not remove it), and the emulation twice as slow:
+    predictors/compare_vllm_timeline.py against the real H200's timeline. Processes this one starts (the
+    EngineCore, spawned) never install it; this one drops it if it is installed in this thread.
+    TIMEWARP_VLLM_SHADOW=1 keeps it (to compare)."""
+    if os.environ.get("TIMEWARP_VLLM_SHADOW") == "1":
+        return
+    os.environ["TIMEWARP_SHADOW"] = "0"
+    shadow = sys.modules.get("timewarp_torch_shadow")
+    if shadow is not None and threading.current_thread() is threading.main_thread():
+        if shadow.uninstall():
+            log.info("timewarp: shadow of small PyTorch results dropped (vLLM's results come from the plugin)")
+
+
 def register() -> None:
     """The `vllm.general_plugins` entry point (vLLM may call it several times per process)."""
     global _done
@@ -41,6 +60,7 @@ def register() -> None:
     if _done or not emulated():
         return
     _done = True
+    _drop_shadow()
     from . import flashinfer_sampling, host_results, step_context
     flashinfer_sampling.install()
     host_results.install()

@@ -46,10 +46,28 @@ def after_import(name: str, fn: Callable) -> None:
         sys.meta_path.insert(0, _AfterImport(name, fn))
 
 
+_core = None
+
+
+def _uncharged(fn: Callable, *args, **kwargs) -> None:
+    """Run the emulator's own work with the virtual clock's charging paused: it is not the program's host
+    time (shim_c/core/vclock.c, tw_charge_pause)."""
+    global _core
+    if _core is None:
+        import ctypes
+        _core = ctypes.CDLL(None)  # libtimewarp.so is preloaded: its symbols are global
+    _core.tw_charge_pause()
+    try:
+        fn(*args, **kwargs)
+    finally:
+        _core.tw_charge_resume()
+
+
 def after_method(module_name: str, cls_name: str, method: str, after: Callable, what: str) -> None:
     """Once module_name is imported, make cls_name.method call after(self, result, *args, **kwargs) when it
-    returns. after's exceptions are logged (`what` names it), never raised: the emulator's bookkeeping must
-    not break the program. Idempotent (vLLM may load plugins several times)."""
+    returns, uncharged (the emulator's bookkeeping, not the program's host work). after's exceptions are
+    logged (`what` names it), never raised: the emulator's bookkeeping must not break the program.
+    Idempotent (vLLM may load plugins several times)."""
 
     def patch(module) -> None:
         cls = getattr(module, cls_name)
@@ -60,7 +78,7 @@ def after_method(module_name: str, cls_name: str, method: str, after: Callable, 
         def wrapper(self, *args, **kwargs):
             result = orig(self, *args, **kwargs)
             try:
-                after(self, result, *args, **kwargs)
+                _uncharged(after, self, result, *args, **kwargs)
             except Exception:
                 log.exception("timewarp: %s", what)
             return result

@@ -5,7 +5,8 @@ call to DIR/timeline-PID.tsv:  name  start_ns  end_ns  thread  detail  cpu_ns
 with time.perf_counter_ns() (CLOCK_MONOTONIC: one clock for all processes of a machine, the virtual clock
 under timewarp). Comparing a real run's file with an emulated run's says which part of a request's life
 (API input processing, the engine's handling of the request, scheduling, the model's launches, waiting for
-the GPU, output processing) the emulator gets wrong; cpu_ns, the calling thread's CPU time during the call
+the GPU, output processing) the emulator gets wrong, and gpu.step lines give each step's span on the GPU
+(CUDA events) to compare the predictor's step times in serving conditions; cpu_ns, the calling thread's CPU time during the call
 (real CPU time of the machine it ran on, emulated or not), says whether a call computed or waited. It needs nothing from timewarp: on a GPU machine it is
 loaded as a top-level module (predictors/calibration/h200_vllm_session.sh, STAGE=timeline).
 Cost: about 2 us per wrapped call.
@@ -45,8 +46,9 @@ def _record(name: str, t0: int, t1: int, detail: str, cpu: int) -> None:
         _flush()
 
 
-def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None) -> None:
-    """Time cls_name.method; detail(self, result, *args) -> str describes the call (after it returns)."""
+def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None, before=None, after=None) -> None:
+    """Time cls_name.method; detail(self, result, *args) -> str describes the call (after it returns);
+    before(t0) and after() run around it, untimed."""
 
     def patch(module) -> None:
         cls = getattr(module, cls_name)
@@ -56,7 +58,11 @@ def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None) 
 
         def wrapper(self, *args, **kwargs):
             c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+            if before:
+                _safe(before, t0)
             result = orig(self, *args, **kwargs)
+            if after:
+                _safe(after)
             t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
             try:
                 _record(name, t0, t1, detail(self, result, *args) if detail else "", c1 - c0)
@@ -69,6 +75,41 @@ def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None) 
         setattr(cls, method, wrapper)
 
     after_import(module_name, patch)
+
+
+def _safe(fn, *args) -> None:
+    try:
+        fn(*args)
+    except Exception as e:
+        _record("timeline-error", 0, 0, f"{getattr(fn, '__name__', fn)}:{type(e).__name__}:{e}", 0)
+
+
+# The GPU's span of each step: a CUDA event when the model runner starts a step (the GPU reaches it once
+# the work queued before is done) and one after its sampling kernels; their elapsed time, read once the
+# second has completed, is written as gpu.step (start = the step's execute start, detail gpu_ms).
+_gpu_start: list = []
+_gpu_pending: list = []
+
+
+def _gpu_mark_start(t0: int) -> None:
+    import torch
+    e = torch.cuda.Event(enable_timing=True)
+    e.record()
+    _gpu_start[:] = [(e, t0)]
+
+
+def _gpu_mark_end() -> None:
+    import torch
+    if not _gpu_start:
+        return
+    (e0, t0), = _gpu_start
+    _gpu_start.clear()
+    e1 = torch.cuda.Event(enable_timing=True)
+    e1.record()
+    _gpu_pending.append((e0, e1, t0))
+    while _gpu_pending and _gpu_pending[0][1].query():
+        a, b, t = _gpu_pending.pop(0)
+        _record("gpu.step", t, t, f"gpu_ms={a.elapsed_time(b):.4f}", 0)
 
 
 def _sched_detail(sched, out, *args) -> str:
@@ -106,8 +147,8 @@ def register() -> None:
     _wrap(core, "EngineCoreProc", "_process_engine_step", "core.step")
     _wrap(sched, "Scheduler", "schedule", "sched.schedule", _sched_detail)
     _wrap(sched, "Scheduler", "update_from_output", "sched.update", _update_detail)
-    _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute")
-    _wrap(runner, "GPUModelRunner", "sample_tokens", "runner.sample")
+    _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute", before=_gpu_mark_start)
+    _wrap(runner, "GPUModelRunner", "sample_tokens", "runner.sample", after=_gpu_mark_end)
     _wrap("vllm.v1.engine.input_processor", "InputProcessor", "process_inputs", "api.inputs")
     _wrap("vllm.v1.engine.output_processor", "OutputProcessor", "process_outputs", "api.outputs",
           _outputs_detail)
