@@ -133,8 +133,9 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "TIMEWARP_NUM_GPUS": str(num_gpus),
         "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),
         "VLLM_NCCL_SO_PATH": str(lib / "libnccl.so.2"),
-        # measured kernel profiles (predictors/profile_build.py); other GPUs are scaled from them
-        "TIMEWARP_PROFILE": str(lib.parent / "predictors" / "data" / "h200" / "profile.tsv"),
+        # measured kernel profiles (predictors/profile_build.py); other GPUs are scaled from them; a profile
+        # the user names instead is kept (calibrating the host costs runs with one that has none)
+        "TIMEWARP_PROFILE": base.get("TIMEWARP_PROFILE") or str(lib.parent / "predictors" / "data" / "h200" / "profile.tsv"),
         # timewarp/_site/sitecustomize.py: host-visible results of small PyTorch ops (integrations/torch_shadow.py)
         "PYTHONPATH": _prepend_path_list(str(lib.parent / "_site"), base.get("PYTHONPATH")),
     }

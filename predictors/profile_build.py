@@ -321,14 +321,17 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = K
 # Host costs per call that the real runtime and libraries spend beyond what the emulation itself charges
 # (its CPU time here, shim included). Fitted, one metric each, on host.parquet of the two H200 runs
 # (geometric mean of the runs, whose hosts differed by about 2x) minus the same microbenchmark under
-# emulation on the 2-core development machine with TIMEWARP_SHADOW=0 and no host costs:
-#   launch_ns:       eager add_ of one element, 7.49 us real vs 3.02 us emulated
-#   graph_launch_ns: replay of a 100-kernel graph, host side, 3.92 vs 2.07 us
-#   gemm_ns:         eager F.linear 1x64x64 bf16, 17.06 vs 4.05 + launch_ns us (cuBLAS's host work)
-#   attention_ns:    eager tiny SDPA bf16, 22.0 vs 7.56 + launch_ns us (cuDNN's plan execution)
+# emulation on the 2-core development machine with TIMEWARP_SHADOW=0 and no host costs (median of 4 runs of
+#   TIMEWARP_SHADOW=0 TIMEWARP_PROFILE=<profile.tsv without its host lines> timewarp run --
+#   python predictors/calibration/microbench_h200.py OUT --sections host
+# with the clock readings' own cost deducted, shim_c/core/vclock.c):
+#   launch_ns:       eager add_ of one element, 7.49 us real vs 2.52 us emulated
+#   graph_launch_ns: replay of a 100-kernel graph, host side, 3.92 vs 1.14 us
+#   gemm_ns:         eager F.linear 1x64x64 bf16, 17.06 vs 3.58 + launch_ns us (cuBLAS's host work)
+#   attention_ns:    eager tiny SDPA bf16, 22.0 vs 6.37 + launch_ns us (cuDNN's plan execution)
 # The other host metrics (silu, add with allocation, launch then synchronize) and the demo's decode are the
 # checks. These depend on the host CPU of the target machine as much as on the GPU (docs/LIMITATIONS.md).
-HOST_COSTS_NS = {"launch_ns": 4470, "graph_launch_ns": 1850, "gemm_ns": 8540, "attention_ns": 9970}
+HOST_COSTS_NS = {"launch_ns": 4980, "graph_launch_ns": 2790, "gemm_ns": 8500, "attention_ns": 10650}
 
 
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> int:
