@@ -39,8 +39,8 @@ def _drop_shadow() -> None:
     """vLLM needs no shadow of small PyTorch results (integrations/torch_shadow.py): the values it reads back
     from the GPU are the ones host_results.py supplies. The shadow's Python dispatch of every eager aten
     operation made the EngineCore's host work 40-120% slower on the virtual clock than on the real host
-    (forgiveness calibrated on large operations did not remove it), and the emulation twice as slow:
-    predictors/compare_vllm_timeline.py against the real H200's timeline. Processes this one starts (the
+    (forgiveness calibrated on large operations did not remove it), and the emulation 1.3-1.7x slower
+    (predictors/compare_vllm_timeline.py against the real H200's timeline). Processes this one starts (the
     EngineCore, spawned) never install it; this one drops it if it is installed in this thread.
     TIMEWARP_VLLM_SHADOW=1 keeps it (to compare)."""
     if os.environ.get("TIMEWARP_VLLM_SHADOW") == "1":

@@ -3,13 +3,14 @@
 TIMEWARP_VLLM_TIMELINE=DIR makes every vLLM process that imports the wrapped modules append one line per
 call to DIR/timeline-PID.tsv:  name  start_ns  end_ns  thread  detail  cpu_ns
 with time.perf_counter_ns() (CLOCK_MONOTONIC: one clock for all processes of a machine, the virtual clock
-under timewarp). Comparing a real run's file with an emulated run's says which part of a request's life
-(API input processing, the engine's handling of the request, scheduling, the model's launches, waiting for
-the GPU, output processing) the emulator gets wrong, and gpu.step lines give each step's span on the GPU
-(CUDA events) to compare the predictor's step times in serving conditions; cpu_ns, the calling thread's CPU time during the call
-(real CPU time of the machine it ran on, emulated or not), says whether a call computed or waited. It needs nothing from timewarp: on a GPU machine it is
-loaded as a top-level module (predictors/calibration/h200_vllm_session.sh, STAGE=timeline).
-Cost: about 2 us per wrapped call.
+under timewarp). Comparing a real run's file with an emulated run's (predictors/compare_vllm_timeline.py)
+says which part of a request's life the emulator gets wrong: API input processing, the engine's handling
+of the request, scheduling, the model's launches, waiting for the GPU, output processing. gpu.step lines
+give each step's span on the GPU (CUDA events); cpu_ns, the calling thread's CPU time during the call (real
+CPU time of the machine it ran on, emulated or not), says whether a call computed or waited.
+It needs nothing from timewarp: on a GPU machine it is loaded as a top-level module through vLLM's plugin
+entry point (predictors/calibration/h200_vllm_session.sh, STAGE=serve TIMELINE=1).
+Cost: a few microseconds per wrapped call.
 """
 from __future__ import annotations
 
