@@ -78,6 +78,7 @@ tw_err tw_event_query(tw_event *e) {
 tw_err tw_event_synchronize(tw_event *e) {
     if (!tw_event_valid(e)) return TW_ERR_INVALID_HANDLE;
     if (e->recorded) tw_wait_until(e->time);
+    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
     return TW_OK;
 }
 

@@ -245,6 +245,7 @@ tw_err tw_stream_synchronize(tw_stream *s) {
     if (s->legacy) t = tw_devices[s->dev].blocking_tail;
     TW_UNLOCK();
     tw_wait_until(t);
+    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
     return TW_OK;
 }
 
@@ -265,6 +266,7 @@ tw_err tw_device_synchronize(int dev) {
         if ((dev < 0 || d == dev) && tw_devices[d].max_tail > t) t = tw_devices[d].max_tail;
     TW_UNLOCK();
     tw_wait_until(t);
+    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
     return TW_OK;
 }
 
@@ -282,5 +284,6 @@ tw_err tw_copy_sync(tw_stream *s, void *dst, const void *src, size_t n, tw_copy_
     uint64_t t = s->tail;
     TW_UNLOCK();
     tw_wait_until(t);
+    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
     return TW_OK;
 }

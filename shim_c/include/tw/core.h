@@ -107,7 +107,11 @@ void tw_charge_resume(void);
  * returns the calling thread's virtual time after it (one clock reading, as tw_now()). */
 uint64_t tw_charge_add(uint64_t ns);
 /* Host costs of the real runtime per call, from the profile's `host` lines (0 without a profile). */
-typedef enum { TW_HOST_LAUNCH = 0, TW_HOST_GRAPH_LAUNCH = 1, TW_HOST_GEMM = 2, TW_HOST_ATTN = 3, TW_HOST_NCOSTS } tw_host_cost;
+typedef enum {
+    TW_HOST_LAUNCH = 0, TW_HOST_GRAPH_LAUNCH = 1, TW_HOST_GEMM = 2, TW_HOST_ATTN = 3,
+    TW_HOST_SYNC = 4,  /* a blocking synchronize's return after the work is done (the driver's wake-up) */
+    TW_HOST_NCOSTS
+} tw_host_cost;
 uint64_t tw_profile_host_cost(tw_host_cost which);
 /* Do not charge the next ns of this thread's CPU time (a measured emulator overhead). */
 void tw_charge_forgive(uint64_t ns);
