@@ -16,10 +16,7 @@ PORT=${PORT:-8017}
 # in it) instead of the installed package, and vLLM's timewarp plugin would not load
 export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONSAFEPATH=1
 real() { cut -d' ' -f1 /proc/uptime; }
-# the virtual CLOCK_MONOTONIC, the clock of the vLLM timeline (TIMEWARP_VLLM_TIMELINE): marks each case on it
-mono_ns() { $PY -c "import time; print(time.perf_counter_ns())"; }
-declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
-                 [5]="32 1536 96 96" [6]="8 384 320 32")
+. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
 t0=$(real)
 $PY -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port $PORT > "$OUT/serve.log" 2>&1 &
 srv=$!
@@ -30,13 +27,13 @@ done
 echo "ready $(awk "BEGIN{print $(real) - $t0}") s wall" | tee "$OUT/wall.txt"
 for k in $CASES; do
   read -r C I O N <<< "${SPEC[$k]}"
-  name=case$k; [ -f "$OUT/$name.json" ] && name=case${k}r  # a repeated case keeps both results
+  name=$(case_name $k "$OUT")
   t1=$(real)
-  echo "$name start $(mono_ns)" >> "$OUT/marks.txt"
+  echo "$name start $(mono_ns $PY)" >> "$OUT/marks.txt"
   $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" --dataset-name random \
       --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N --max-concurrency $C \
       --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json >> "$OUT/bench.log" 2>&1
   echo "$name rc=$? $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
-  echo "$name end $(mono_ns)" >> "$OUT/marks.txt"
+  echo "$name end $(mono_ns $PY)" >> "$OUT/marks.txt"
 done
 kill -INT $srv; wait $srv

@@ -18,8 +18,7 @@ BUDGET_S=${BUDGET_S:-450}
 CASES=${CASES:-"1 2 3 4"}
 MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
 el() { echo $(( $(date +%s) - t0 )); }
-# CLOCK_MONOTONIC, the clock of the vLLM timeline (integrations/vllm_plugin/timeline.py): marks each case on it
-mono_ns() { python3 -c "import time; print(time.perf_counter_ns())"; }
+. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
 note() { echo "[$(el)s] $*" | tee -a "$OUT/bench.log"; }
 
 note "parts: $(ls -la "$PARTS" 2>&1 | tr '\n' ' ')"
@@ -42,24 +41,20 @@ done
 t_ready=$(el)
 note "ready=$ready after ${t_ready}s (since script start)"
 
-# lengths: case -> "C I O N"
-# cases 1-4: the issue's accuracy table; 5-6: held-out checks (lengths and concurrencies used by no fit)
-declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
-                 [5]="32 1536 96 96" [6]="8 384 320 32")
 if [ $ready = 1 ]; then
   for k in $CASES; do
     read -r C I O N <<< "${SPEC[$k]}"
     left=$(( BUDGET_S - $(el) - 25 ))
     if [ $left -lt 20 ]; then note "case$k skipped: ${left}s left"; continue; fi
-    name=case$k; [ -f "$OUT/$name.json" ] && name=case${k}r  # a repeated case keeps both results
+    name=$(case_name $k "$OUT")
     note "$name: C=$C I=$I O=$O N=$N (limit ${left}s)"
-    echo "$name start $(mono_ns)" >> "$OUT/marks.txt"
+    echo "$name start $(mono_ns python3)" >> "$OUT/marks.txt"
     timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
       --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
       --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
       >> "$OUT/bench.log" 2>&1
     note "$name rc=$?"
-    echo "$name end $(mono_ns)" >> "$OUT/marks.txt"
+    echo "$name end $(mono_ns python3)" >> "$OUT/marks.txt"
     python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8000/metrics', timeout=10).read().decode())" > "$OUT/metrics_$name.txt" 2>&1
   done
 fi

@@ -63,18 +63,30 @@ def _uncharged(fn: Callable, *args, **kwargs) -> None:
         _core.tw_charge_resume()
 
 
-def after_method(module_name: str, cls_name: str, method: str, after: Callable, what: str) -> None:
-    """Once module_name is imported, make cls_name.method call after(self, result, *args, **kwargs) when it
-    returns, uncharged (the emulator's bookkeeping, not the program's host work). after's exceptions are
-    logged (`what` names it), never raised: the emulator's bookkeeping must not break the program.
-    Idempotent (vLLM may load plugins several times)."""
+def wrap_method(module_name: str, cls_name: str, method: str, make: Callable, marker: str) -> None:
+    """Once module_name is imported, replace cls_name.method by make(orig). `marker` names the attribute that
+    says a method is already wrapped this way: idempotent (vLLM may load plugins several times), and two
+    kinds of wrapper (the plugin's, the timeline's) each wrap once."""
 
     def patch(module) -> None:
         cls = getattr(module, cls_name)
         orig = getattr(cls, method)
-        if getattr(orig, "_timewarp", False):
+        if getattr(orig, marker, False):
             return
+        wrapper = make(orig)
+        setattr(wrapper, marker, True)
+        wrapper.__wrapped__ = orig
+        setattr(cls, method, wrapper)
 
+    after_import(module_name, patch)
+
+
+def after_method(module_name: str, cls_name: str, method: str, after: Callable, what: str) -> None:
+    """Once module_name is imported, make cls_name.method call after(self, result, *args, **kwargs) when it
+    returns, uncharged (the emulator's bookkeeping, not the program's host work). after's exceptions are
+    logged (`what` names it), never raised: the emulator's bookkeeping must not break the program."""
+
+    def make(orig):
         def wrapper(self, *args, **kwargs):
             result = orig(self, *args, **kwargs)
             try:
@@ -82,9 +94,6 @@ def after_method(module_name: str, cls_name: str, method: str, after: Callable, 
             except Exception:
                 log.exception("timewarp: %s", what)
             return result
+        return wrapper
 
-        wrapper._timewarp = True
-        wrapper.__wrapped__ = orig
-        setattr(cls, method, wrapper)
-
-    after_import(module_name, patch)
+    wrap_method(module_name, cls_name, method, make, "_timewarp")

@@ -105,20 +105,16 @@ def _write(t: torch.Tensor, values: np.ndarray, what: str) -> bool:
 def fill(runner, input_batch, sampler_output, num_sampled_t: torch.Tensor) -> None:
     if input_batch.num_draft_tokens:
         _warn_once("spec", "speculative decoding: accepted-draft counts are not modelled")
-    sh = _shadow()
-    sh._pause()  # the emulator's bookkeeping is not the program's host time
-    try:
-        src = getattr(runner, "_timewarp_tokens", None)
-        if src is None:
-            src = runner._timewarp_tokens = TokenSource(runner.model_config)
-        n = input_batch.num_reqs
-        ns = num_sampled(input_batch)
-        positions = input_batch.num_computed_tokens_np[:n] + input_batch.num_scheduled_tokens[:n]
-        ids = src.ids(input_batch.req_ids[:n], positions)
-        _write(sampler_output.sampled_token_ids, ids, "sampled token ids")
-        _write(num_sampled_t, ns.astype(np.int64), "number of sampled tokens")
-    finally:
-        sh._resume()
+    # uncharged: after_method pauses the virtual clock's charging around this
+    src = getattr(runner, "_timewarp_tokens", None)
+    if src is None:
+        src = runner._timewarp_tokens = TokenSource(runner.model_config)
+    n = input_batch.num_reqs
+    ns = num_sampled(input_batch)
+    positions = input_batch.num_computed_tokens_np[:n] + input_batch.num_scheduled_tokens[:n]
+    ids = src.ids(input_batch.req_ids[:n], positions)
+    _write(sampler_output.sampled_token_ids, ids, "sampled token ids")
+    _write(num_sampled_t, ns.astype(np.int64), "number of sampled tokens")
 
 
 def _after_sample(runner, out, hidden_states, input_batch, grammar_output) -> None:

@@ -20,9 +20,9 @@ import threading
 import time
 
 try:
-    from ._hooks import after_import
+    from ._hooks import wrap_method
 except ImportError:  # loaded as a top-level module on a real GPU machine
-    from _hooks import after_import
+    from _hooks import wrap_method
 
 _lines: list[str] = []
 _lock = threading.Lock()
@@ -51,12 +51,7 @@ def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None, 
     """Time cls_name.method; detail(self, result, *args) -> str describes the call (after it returns);
     before(t0) and after() run around it, untimed."""
 
-    def patch(module) -> None:
-        cls = getattr(module, cls_name)
-        orig = getattr(cls, method)
-        if getattr(orig, "_timewarp_timeline", False):
-            return
-
+    def make(orig):
         def wrapper(self, *args, **kwargs):
             c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
             if before:
@@ -70,12 +65,9 @@ def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None, 
             except Exception as e:  # a layout this vLLM does not have: record that, never break it
                 _record(name, t0, t1, f"detail-error:{type(e).__name__}", c1 - c0)
             return result
+        return wrapper
 
-        wrapper._timewarp_timeline = True
-        wrapper.__wrapped__ = orig
-        setattr(cls, method, wrapper)
-
-    after_import(module_name, patch)
+    wrap_method(module_name, cls_name, method, make, "_timewarp_timeline")
 
 
 def _safe(fn, *args) -> None:

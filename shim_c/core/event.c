@@ -77,8 +77,7 @@ tw_err tw_event_query(tw_event *e) {
 
 tw_err tw_event_synchronize(tw_event *e) {
     if (!tw_event_valid(e)) return TW_ERR_INVALID_HANDLE;
-    if (e->recorded) tw_wait_until(e->time);
-    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
+    tw_sync_until(e->recorded ? e->time : 0);
     return TW_OK;
 }
 

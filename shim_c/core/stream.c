@@ -244,8 +244,7 @@ tw_err tw_stream_synchronize(tw_stream *s) {
     uint64_t t = s->tail;
     if (s->legacy) t = tw_devices[s->dev].blocking_tail;
     TW_UNLOCK();
-    tw_wait_until(t);
-    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
+    tw_sync_until(t);
     return TW_OK;
 }
 
@@ -265,8 +264,7 @@ tw_err tw_device_synchronize(int dev) {
     for (int d = 0; d < tw_ndevices; d++)
         if ((dev < 0 || d == dev) && tw_devices[d].max_tail > t) t = tw_devices[d].max_tail;
     TW_UNLOCK();
-    tw_wait_until(t);
-    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
+    tw_sync_until(t);
     return TW_OK;
 }
 
@@ -283,7 +281,6 @@ tw_err tw_copy_sync(tw_stream *s, void *dst, const void *src, size_t n, tw_copy_
     TW_LOCK();
     uint64_t t = s->tail;
     TW_UNLOCK();
-    tw_wait_until(t);
-    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
+    tw_sync_until(t);
     return TW_OK;
 }

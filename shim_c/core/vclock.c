@@ -240,6 +240,11 @@ void tw_wait_until(uint64_t t) {
     resume_at(s, t);
 }
 
+void tw_sync_until(uint64_t t) {
+    tw_wait_until(t);
+    tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
+}
+
 /* ---- waits the libc interposers translate (shim_c/libc/tw_libc.h) */
 int tw_tk_on(void) { return keeper_slot() != NULL; }
 

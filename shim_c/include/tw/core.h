@@ -99,6 +99,9 @@ void tw_physical_mem_info(int p, size_t *free_bytes, size_t *total_bytes);
 uint64_t tw_now(void);
 /* The host thread waits until virtual time t (GPU completion, an event): the clock jumps, nothing sleeps. */
 void tw_wait_until(uint64_t t);
+/* A blocking synchronize (event, stream, device, synchronous copy): wait until t, then return as the real
+ * driver does, a wake-up's host cost later (TW_HOST_SYNC). */
+void tw_sync_until(uint64_t t);
 /* Stop and restart charging the calling thread's CPU time (nests): for work the emulator does on the
  * program's threads that the real run would not do. */
 void tw_charge_pause(void);

@@ -1,0 +1,13 @@
+# The `vllm bench serve` cases of issue 5's accuracy table, sourced by both sides of the comparison
+# (real_vllm_baseline.sh on the H200, emulated_vllm_cases.sh under timewarp) so that they run the same ones.
+# SPEC: case -> "C I O N" (max concurrency, input tokens, output tokens, prompts).
+# Cases 1-4: the issue's table; 5-6: held-out checks (lengths and concurrencies used by no fit).
+declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
+                 [5]="32 1536 96 96" [6]="8 384 320 32")
+
+# case_name K DIR: caseK, or caseKr when DIR already holds caseK.json (a repeated case keeps both results)
+case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case$1"; fi; }
+
+# mono_ns PY: CLOCK_MONOTONIC in ns (the virtual one under timewarp), the clock of the vLLM timeline
+# (integrations/vllm_plugin/timeline.py): marks each case on it
+mono_ns() { "$1" -c "import time; print(time.perf_counter_ns())"; }
