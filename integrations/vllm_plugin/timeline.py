@@ -15,6 +15,7 @@ Cost: a few microseconds per wrapped call.
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 import threading
 import time
@@ -33,6 +34,9 @@ def _flush() -> None:
     global _lines
     with _lock:
         lines, _lines = _lines, []
+        n = len(_gc_lines)
+        lines += _gc_lines[:n]
+        del _gc_lines[:n]
     if lines and _path:
         with open(_path, "a") as f:
             f.write("".join(lines))
@@ -136,6 +140,7 @@ def register() -> None:
     threading.Thread(target=_flush_every, args=(2.0,), daemon=True, name="tw-timeline").start()
     core, sched = "vllm.v1.engine.core", "vllm.v1.core.sched.scheduler"
     runner = "vllm.v1.worker.gpu.model_runner"
+    gc.callbacks.append(_gc_callback)
     _wrap(core, "EngineCoreProc", "_handle_client_request", "core.request", _request_detail)
     _wrap(core, "EngineCoreProc", "_process_engine_step", "core.step")
     _wrap(sched, "Scheduler", "schedule", "sched.schedule", _sched_detail)
@@ -145,6 +150,23 @@ def register() -> None:
     _wrap("vllm.v1.engine.input_processor", "InputProcessor", "process_inputs", "api.inputs")
     _wrap("vllm.v1.engine.output_processor", "OutputProcessor", "process_outputs", "api.outputs",
           _outputs_detail)
+
+
+# Python's cyclic garbage collector: its pauses are host time of whichever phase triggers them, and a heap
+# that differs between the real and the emulated process makes them differ.
+_gc_start: dict[int, tuple[int, int]] = {}
+_gc_lines: list[str] = []   # appended without a lock (a list append is atomic)
+
+
+def _gc_callback(phase: str, info: dict) -> None:
+    tid = threading.get_native_id()
+    if phase == "start":
+        _gc_start[tid] = (time.perf_counter_ns(), time.thread_time_ns())
+    elif tid in _gc_start:
+        t0, c0 = _gc_start.pop(tid)
+        # not _record: a collection can start inside _record, with _lock held by this very thread
+        _gc_lines.append(f"gc\t{t0}\t{time.perf_counter_ns()}\t{tid}\tgen={info.get('generation')} "
+                         f"collected={info.get('collected')}\t{time.thread_time_ns() - c0}\n")
 
 
 def _flush_every(seconds: float) -> None:
