@@ -38,3 +38,17 @@ def test_cudnn_backend_against_a_mock_core(tmp_path):
                    check=True, capture_output=True, text=True, cwd=d)
     p = subprocess.run([str(exe)], capture_output=True, text=True, timeout=120)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+
+
+def test_full_graph_replays_attention_at_the_step_context(tmp_path):
+    """tests/c/test_step_graph.c: a captured attention node is re-timed from the step context at each replay,
+    and the nodes after it move with it."""
+    root, lib = pathlib.Path(__file__).parents[1], _lib()
+    exe = tmp_path / "test_step_graph"
+    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_step_graph.c"), f"-L{lib}",
+                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True, text=True)
+    # under the run's time keeper: a synchronize then waits for the host function (without one the fake
+    # runs callbacks on a private clock, unsynchronised)
+    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 0 and "ALL OK" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]

@@ -121,6 +121,8 @@ static hostfn *hf_head, *hf_tail;
 static pthread_mutex_t hf_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hf_cond = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t hf_ready_cond = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t hf_done_cond = PTHREAD_COND_INITIALIZER;
+static uint64_t hf_running_at = UINT64_MAX;   /* the `at` of the callback running now */
 static int hf_started, hf_ready;
 static tw_tk_slot *hf_slot;   /* the worker's slot in the time keeper (NULL without one) */
 
@@ -141,15 +143,34 @@ static void *hostfn_main(void *arg) {
         hostfn *h = hf_head;
         hf_head = h->next;
         if (!hf_head) hf_tail = NULL;
+        hf_running_at = h->at;
         pthread_mutex_unlock(&hf_lock);
         tw_wait_until(h->at);
         h->fn(h->data);
+        pthread_mutex_lock(&hf_lock);
+        hf_running_at = UINT64_MAX;
+        pthread_cond_broadcast(&hf_done_cond);
+        pthread_mutex_unlock(&hf_lock);
         free(h);
     }
     return NULL;
 }
 
 void tw_hostfn_worker_start(void) { hf_started = 0; }
+
+/* A synchronize until virtual time t returns once every callback its streams reached by t has run, as
+ * the real driver's does. The virtual clock alone does not ensure it: a synchronizing thread whose clock
+ * is already past t does not wait at all, and the worker may not have run the callback yet. */
+void tw_hostfn_drain(uint64_t t) {
+    pthread_mutex_lock(&hf_lock);
+    for (;;) {
+        int pending = hf_running_at <= t;
+        for (hostfn *h = hf_head; h && !pending; h = h->next) pending = h->at <= t;
+        if (!pending || !hf_started) break;
+        pthread_cond_wait(&hf_done_cond, &hf_lock);
+    }
+    pthread_mutex_unlock(&hf_lock);
+}
 
 void tw_hostfn_submit(void (*fn)(void *), void *data, uint64_t at) {
     hostfn *h = malloc(sizeof *h);

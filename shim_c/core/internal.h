@@ -38,6 +38,7 @@ void tw_report_snapshot_maybe(void);
 /* run host functions whose virtual time has come (called after host waits) */
 void tw_hostfn_worker_start(void);
 void tw_hostfn_submit(void (*fn)(void *), void *data, uint64_t at);
+void tw_hostfn_drain(uint64_t t);   /* until the callbacks due by virtual time t have run */
 /* counts of unimplemented calls, for the report */
 void tw_unimplemented_foreach(void (*cb)(const char *lib, const char *name, long count, void *ctx), void *ctx);
 const char *tw_env(const char *name, const char *dflt);

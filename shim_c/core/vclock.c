@@ -242,6 +242,7 @@ void tw_wait_until(uint64_t t) {
 
 void tw_sync_until(uint64_t t) {
     tw_wait_until(t);
+    tw_hostfn_drain(t);
     tw_charge_add(tw_profile_host_cost(TW_HOST_SYNC));
 }
 
