@@ -9,7 +9,11 @@
 # CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after each case).
 #
 # Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
-#      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time).
+#      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time),
+#      PROFILE_CASES (default none): cases run first, under vLLM's torch profiler (PROFILE_DELAY steps into
+#      the case, PROFILE_STEPS steps) with other prompts (--seed 7: no prefix-cache hit for the later
+#      cases), their GPU activities -> prof_kernels_caseK.csv.gz (predictors/calibration/profile_kernels.py),
+#      their results -> prof_caseK.json (not part of the reference: the profiler slows the host).
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -26,7 +30,12 @@ mkdir -p /tmp/site && cat "$PARTS"/part.* | xz -dc | tar -C /tmp/site -xf - || {
 export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH} HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 note "unpacked; $(nvidia-smi --query-gpu=name,memory.used,memory.total,clocks.max.sm --format=csv,noheader 2>&1)"
 
-python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 > "$OUT/serve.log" 2>&1 &
+PROFILE_CASES=${PROFILE_CASES:-}
+prof_args=()
+if [ -n "$PROFILE_CASES" ]; then
+  prof_args=(--profiler-config "{\"profiler\": \"torch\", \"torch_profiler_dir\": \"/tmp/prof\", \"torch_profiler_with_stack\": false, \"ignore_frontend\": true, \"delay_iterations\": ${PROFILE_DELAY:-100}, \"max_iterations\": ${PROFILE_STEPS:-30}}")
+fi
+python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 "${prof_args[@]}" > "$OUT/serve.log" 2>&1 &
 srv=$!
 note "server pid $srv started"
 
@@ -42,6 +51,22 @@ t_ready=$(el)
 note "ready=$ready after ${t_ready}s (since script start)"
 
 if [ $ready = 1 ]; then
+  for k in $PROFILE_CASES; do
+    read -r C I O N <<< "${SPEC[$k]}"
+    rm -rf /tmp/prof
+    note "prof_case$k: C=$C I=$I O=$O N=$N under the profiler"
+    echo "prof_case$k start $(mono_ns python3)" >> "$OUT/marks.txt"
+    timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --profile --seed 7 \
+      --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
+      --num-prompts $N --max-concurrency $C --save-result --result-dir "$OUT" --result-filename prof_case$k.json \
+      >> "$OUT/bench.log" 2>&1
+    note "prof_case$k rc=$?"
+    echo "prof_case$k end $(mono_ns python3)" >> "$OUT/marks.txt"
+    for i in $(seq 60); do ls /tmp/prof/*.pt.trace.json* >/dev/null 2>&1 && break; sleep 1; done
+    sleep 3  # the trace file is written in one go; let it finish
+    python3 "$(dirname "$0")/../../predictors/calibration/profile_kernels.py" /tmp/prof "$OUT/prof_kernels_case$k.csv.gz" 2>&1 | tee -a "$OUT/bench.log"
+    ls -la /tmp/prof >> "$OUT/bench.log" 2>&1
+  done
   for k in $CASES; do
     read -r C I O N <<< "${SPEC[$k]}"
     left=$(( BUDGET_S - $(el) - 25 ))
