@@ -174,6 +174,16 @@ int tw_capture_exchange_mode(int mode) {
 }
 
 /* ---------------------------------------------------------------- instantiate and launch */
+/* A replay runs its nodes back to back: each node's offset is the sum of the durations before it. */
+static void lay_out(tw_graph_exec *x) {
+    uint64_t total = 0;
+    for (size_t i = 0; i < x->n; i++) {
+        x->offsets[i] = total;
+        total += x->ops[i].duration;
+    }
+    x->total = total;
+}
+
 static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
     tw_op *ops = malloc((g->n ? g->n : 1) * sizeof *ops);
     size_t *eff = malloc((g->n ? g->n : 1) * sizeof *eff);
@@ -181,22 +191,21 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
     if (!ops || !eff || !off) { free(ops); free(eff); free(off); return TW_ERR_OUT_OF_MEMORY; }
     size_t *stepn = malloc((g->n ? g->n : 1) * sizeof *stepn);
     if (!stepn) { free(ops); free(eff); free(off); return TW_ERR_OUT_OF_MEMORY; }
-    uint64_t total = 0, kernels = 0;
+    uint64_t kernels = 0;
     size_t ne = 0, ns = 0;
     for (size_t i = 0; i < g->n; i++) {
         ops[i] = g->nodes[i]->op;
         if (tw_step_dependent(&ops[i])) { stepn[ns++] = i; ops[i].duration = 0; }
         if (!ops[i].duration && ops[i].kind != TW_OP_EVENT_RECORD && ops[i].kind != TW_OP_EVENT_WAIT)
             ops[i].duration = tw_predict_ex(g->dev, &ops[i], &ops[i].layer);
-        off[i] = total;
-        total += ops[i].duration;
         if (ops[i].kind == TW_OP_KERNEL || ops[i].kind == TW_OP_COLLECTIVE) kernels++;
         if (ops[i].kind == TW_OP_MEMCPY || ops[i].kind == TW_OP_MEMSET || ops[i].kind == TW_OP_HOST_FUNC) eff[ne++] = i;
     }
     free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
     x->ops = ops; x->effects = eff; x->offsets = off; x->stepnodes = stepn; x->nstep = ns;
     x->step_gen = tw_step_generation();
-    x->n = g->n; x->neffects = ne; x->total = total; x->kernels = kernels; x->dev = g->dev;
+    x->n = g->n; x->neffects = ne; x->kernels = kernels; x->dev = g->dev;
+    lay_out(x);
     return TW_OK;
 }
 
@@ -256,13 +265,7 @@ static void refresh_step_nodes(tw_graph_exec *x) {
         changed |= d != op->duration;
         op->duration = d;
     }
-    if (!changed) return;
-    uint64_t total = 0;
-    for (size_t i = 0; i < x->n; i++) {
-        x->offsets[i] = total;
-        total += x->ops[i].duration;
-    }
-    x->total = total;
+    if (changed) lay_out(x);
 }
 
 tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s) {
