@@ -130,11 +130,15 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
 @click.option("--output-len", type=click.IntRange(1), default=128, show_default=True, help="Output tokens (--ignore-eos).")
 @click.option("--num-prompts", type=click.IntRange(1), default=32, show_default=True)
 @click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True, help="--max-concurrency.")
+@click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
+              help="Run the benchmark N times on the same server (the K-th with --seed K) and print each metric's "
+                   "mean and range: host-bound metrics such as TTFT vary between runs on a shared machine.")
 @click.option("--serve-arg", "serve_args", multiple=True, help="Extra argument for `vllm serve` (repeatable).")
 @click.option("--bench-arg", "bench_args", multiple=True, help="Extra argument for `vllm bench serve` (repeatable).")
 @click.option("--logs", type=click.Path(file_okay=False), default=None, help="Keep logs and the result JSON in DIR.")
 @click.pass_context
-def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency, serve_args, bench_args, logs) -> None:
+def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency, repeat, serve_args, bench_args,
+               logs) -> None:
     """Serve a model with `vllm serve` and benchmark it with `vllm bench serve`, both on the virtual GPU and one
     virtual clock; print the predicted TTFT, TPOT, ITL and throughput. Needs vLLM 0.24 installed."""
     import importlib.util
@@ -152,7 +156,7 @@ def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency,
     workdir = os.path.abspath(logs) if logs else tempfile.mkdtemp(prefix="timewarp-vllm-bench-")
     spec = vb.Spec(model=model, port=vb.free_port(), input_len=input_len, output_len=output_len,
                    num_prompts=num_prompts, concurrency=concurrency, workdir=workdir,
-                   serve_args=list(serve_args), bench_args=list(bench_args))
+                   serve_args=list(serve_args), bench_args=list(bench_args), repeat=repeat)
     try:
         rc = vb.run_benchmark(spec, gpu, catalog.get(gpu).name, launcher.launch)
     except (launcher.LauncherError, launcher.CommandError) as e:

@@ -1,17 +1,20 @@
 """`timewarp vllm-bench`: vLLM's own server and benchmark client on one virtual clock, and what they predict.
 
     timewarp vllm-bench [--gpu H200] [--model DIR] [--input-len 512] [--output-len 128] [--num-prompts 32]
-                        [--concurrency 8] [--serve-arg ARG ...] [--bench-arg ARG ...] [--logs DIR]
+                        [--concurrency 8] [--repeat 1] [--serve-arg ARG ...] [--bench-arg ARG ...] [--logs DIR]
 
 Two halves:
 - the driver (`python -m timewarp.integrations.vllm_bench --driver SPEC.json`), which runs under emulation
   inside one `timewarp run`: it starts `vllm serve MODEL --load-format dummy` exactly as a user would (no
   other flag unless asked), polls /health, runs `vllm bench serve` (random dataset, fixed lengths,
-  --ignore-eos) against it, then stops the server's whole process group. Everything it starts inherits
+  --ignore-eos) against it (--repeat N: N times, the K-th with --seed K so that no run hits the prefix
+  cache an earlier one filled), then stops the server's whole process group. Everything it starts inherits
   the run's clock, so the client's time.perf_counter() measures the server's predicted time;
 - the command (this module's `run_benchmark`, called by the CLI outside emulation), which launches the
   driver, watches its marker files in real time (time to engine ready, benchmark wall time), and prints
-  the benchmark's metrics from its saved result JSON with the wall-clock figures beside them.
+  the benchmark's metrics from its saved result JSON with the wall-clock figures beside them (with several
+  runs, each metric's mean and range: host-bound metrics such as TTFT vary between runs on a shared
+  machine, docs/LIMITATIONS.md).
 The default model is the embedded Llama-3-8B-shaped folder (config and a tokenizer, no weights).
 """
 from __future__ import annotations
@@ -47,12 +50,16 @@ class Spec:
     workdir: str
     serve_args: list[str] = field(default_factory=list)
     bench_args: list[str] = field(default_factory=list)
+    repeat: int = 1
     ready_timeout_s: float = 1800.0   # real seconds on this machine (2 cores: about 60-120 s)
 
     @property
     def ready_file(self) -> Path: return Path(self.workdir) / "ready"
     @property
     def result_file(self) -> Path: return Path(self.workdir) / "result.json"
+    @property
+    def result_files(self) -> list[Path]:
+        return [self.result_file] + [Path(self.workdir) / f"result-{k}.json" for k in range(1, self.repeat)]
     @property
     def serve_log(self) -> Path: return Path(self.workdir) / "serve.log"
     @property
@@ -126,17 +133,19 @@ def drive(spec: Spec) -> int:
                                  f"last lines of {spec.serve_log}:\n{_tail(spec.serve_log)}")
             time.sleep(1.0)
         spec.ready_file.write_text(json.dumps({"virtual_ready_s": time.monotonic() - t0}))
-        cmd = _vllm("bench", "serve", "--backend", "vllm", "--port", str(spec.port), "--model", spec.model,
-                    "--dataset-name", "random", "--random-input-len", str(spec.input_len),
-                    "--random-output-len", str(spec.output_len), "--ignore-eos",
-                    "--num-prompts", str(spec.num_prompts), "--max-concurrency", str(spec.concurrency),
-                    "--save-result", "--result-dir", str(spec.result_file.parent),
-                    "--result-filename", spec.result_file.name, *spec.bench_args)
-        with open(spec.bench_log, "wb") as log:
-            rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
-        if rc != 0:
-            raise BenchError(f"vllm bench serve exited with status {rc}; last lines of {spec.bench_log}:\n"
-                             f"{_tail(spec.bench_log)}")
+        for k, result in enumerate(spec.result_files):
+            seed = ["--seed", str(k)] if k and "--seed" not in spec.bench_args else []
+            cmd = _vllm("bench", "serve", "--backend", "vllm", "--port", str(spec.port), "--model", spec.model,
+                        "--dataset-name", "random", "--random-input-len", str(spec.input_len),
+                        "--random-output-len", str(spec.output_len), "--ignore-eos",
+                        "--num-prompts", str(spec.num_prompts), "--max-concurrency", str(spec.concurrency),
+                        "--save-result", "--result-dir", str(result.parent),
+                        "--result-filename", result.name, *seed, *spec.bench_args)
+            with open(spec.bench_log, "ab") as log:
+                rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env).returncode
+            if rc != 0:
+                raise BenchError(f"vllm bench serve exited with status {rc}; last lines of {spec.bench_log}:\n"
+                                 f"{_tail(spec.bench_log)}")
         return 0
     except BenchError as e:
         sys.stderr.write(f"timewarp vllm-bench: {e}\n")
@@ -166,7 +175,7 @@ class _Watch(threading.Thread):
             now = time.monotonic() - self.t0
             if self.ready_wall is None and self.spec.ready_file.exists():
                 self.ready_wall = now
-            if self.result_wall is None and self.spec.result_file.exists():
+            if self.result_wall is None and self.spec.result_files[-1].exists():
                 self.result_wall = now
 
 
@@ -177,22 +186,30 @@ METRICS = [("mean_ttft_ms", "TTFT mean", "ms"), ("median_ttft_ms", "TTFT median"
            ("request_throughput", "request throughput", "req/s"), ("duration", "benchmark duration", "s")]
 
 
-def format_result(result: dict, watch: _Watch, total_wall: float, virtual_ready: float | None, gpu: str) -> str:
-    lines = [f"predicted on {gpu} (vLLM's own `vllm bench serve`, under timewarp):"]
+def format_result(results: list[dict], watch: _Watch, total_wall: float, virtual_ready: float | None,
+                  gpu: str) -> str:
+    """The metrics of one benchmark run, or with several each metric's mean and range over them."""
+    n = len(results)
+    lines = [f"predicted on {gpu} (vLLM's own `vllm bench serve`, under timewarp"
+             + (f"; mean of {n} runs, range in parentheses):" if n > 1 else "):")]
     for key, label, unit in METRICS:
-        v = result.get(key)
-        if isinstance(v, (int, float)):
-            lines.append(f"  {label:<20} {v:>10.2f} {unit}")
-    lines.append(f"  {'requests':<20} {result.get('completed', '?'):>10} completed, {result.get('failed', 0)} failed")
+        vs = [r[key] for r in results if isinstance(r.get(key), (int, float))]
+        if len(vs) == n:
+            spread = f"  ({min(vs):.2f} .. {max(vs):.2f})" if n > 1 else ""
+            lines.append(f"  {label:<20} {sum(vs) / n:>10.2f} {unit}{spread}")
+    completed = sum(r.get("completed", 0) for r in results)
+    failed = sum(r.get("failed", 0) for r in results)
+    lines.append(f"  {'requests':<20} {completed:>10} completed, {failed} failed")
     if virtual_ready is not None:
         # not a prediction of the real start-up: compiler subprocesses that do not hold the virtual clock
         # let it run ahead during a cold start (docs/LIMITATIONS.md, "Time to engine ready")
         lines.append(f"  {'engine ready':<20} {virtual_ready:>10.1f} s virtual (not a start-up prediction), "
                      f"{watch.ready_wall or float('nan'):.1f} s wall here")
-    if watch.ready_wall is not None and watch.result_wall is not None and result.get("duration"):
+    predicted = sum(r.get("duration") or 0 for r in results)
+    if watch.ready_wall is not None and watch.result_wall is not None and predicted:
         bench_wall = watch.result_wall - watch.ready_wall
-        lines.append(f"  {'benchmark speed':<20} {result['duration'] / bench_wall:>10.2f} virtual s per wall s "
-                     f"({result['duration']:.1f} s predicted in {bench_wall:.1f} s)")
+        lines.append(f"  {'benchmark speed':<20} {predicted / bench_wall:>10.2f} virtual s per wall s "
+                     f"({predicted:.1f} s predicted in {bench_wall:.1f} s)")
     lines.append(f"  {'total wall time':<20} {total_wall:>10.1f} s")
     return "\n".join(lines)
 
@@ -214,15 +231,15 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     total = time.monotonic() - t0
     watch.stop.set()
     watch.join()
-    if rc != 0 or not spec.result_file.exists():
+    if rc != 0 or not all(f.exists() for f in spec.result_files):
         sys.stderr.write(f"timewarp vllm-bench: failed (status {rc}); logs in {spec.workdir}\n")
         return rc or 1
-    result = json.loads(spec.result_file.read_text())
+    results = [json.loads(f.read_text()) for f in spec.result_files]
     try:
         virtual_ready = json.loads(spec.ready_file.read_text())["virtual_ready_s"]
     except (OSError, ValueError, KeyError):
         virtual_ready = None
-    print(format_result(result, watch, total, virtual_ready, gpu_name))
+    print(format_result(results, watch, total, virtual_ready, gpu_name))
     print(f"  logs and result JSON: {spec.workdir}")
     return 0
 

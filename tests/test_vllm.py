@@ -41,15 +41,16 @@ def test_token_source_draws_ordinary_ids_deterministically():
 
 
 def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
-    """The README's main job, small: the real H200 gives TPOT 4.86 ms at concurrency 1 and 256/128 tokens
-    (predictors/data/h200/vllm_2026-11-29); the emulated engine must report FA3, the same KV capacity
-    within 1%, and plausible metrics, with every request complete and no unimplemented CUDA call."""
+    """The README's main job, small (run twice on one server, --repeat 2): the real H200 gives TPOT 4.86 ms at
+    concurrency 1 and 256/128 tokens (predictors/data/h200/vllm_2026-11-29); the emulated engine must report
+    FA3, the same KV capacity within 1%, and plausible metrics, with every request complete and no
+    unimplemented CUDA call."""
     logs = tmp_path / "logs"
     # the README's command, from the checkout's root, where the source folder timewarp/ would shadow the
     # installed package in every `python -m` child that does not guard against it
     timewarp = str(Path(sys.executable).parent / "timewarp")
-    r = subprocess.run([timewarp, "vllm-bench", "--input-len", "256",
-                        "--output-len", "32", "--num-prompts", "6", "--concurrency", "2", "--logs", str(logs)],
+    r = subprocess.run([timewarp, "vllm-bench", "--input-len", "256", "--output-len", "32", "--num-prompts", "6",
+                        "--concurrency", "2", "--repeat", "2", "--logs", str(logs)],
                        capture_output=True, text=True, timeout=1500, cwd=REPO)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
     result = json.loads((logs / "result.json").read_text())
@@ -67,3 +68,8 @@ def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
     serving = serve.split("[shutdown]")[0]
     assert "Invalid token id" not in serving and "Traceback" not in serving
     assert "TTFT mean" in r.stdout and "virtual s per wall s" in r.stdout
+    # --repeat 2: a second run with other prompts (--seed 1), and each metric's mean and range over both
+    again = json.loads((logs / "result-1.json").read_text())
+    assert again["completed"] == 6 and again["total_output_tokens"] == 6 * 32
+    assert "mean of 2 runs" in r.stdout and "12 completed, 0 failed" in r.stdout
+    assert re.search(r"TPOT mean\s+[\d.]+ ms\s+\([\d.]+ \.\. [\d.]+\)", r.stdout), r.stdout
