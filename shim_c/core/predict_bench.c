@@ -5,9 +5,7 @@
  * For each family it times n predictions of one launch (after the first, a cached lookup) and n
  * predictions of n distinct launches (each a miss that runs the predictor's layers and fills the cache),
  * in thread CPU time with charging paused, and reports the layer that answered. */
-#include <stdio.h>
 #include <string.h>
-#include <time.h>
 #include "internal.h"
 
 enum { FAM_GEMM, FAM_ATTN, FAM_COPY, FAM_KERNEL, FAM_N };
@@ -48,8 +46,6 @@ static void make_op(int fam, int64_t v, tw_op *op) {
     }
 }
 
-static uint64_t cpu_ns(void) { return tw_thread_cpu_ns(); }
-
 /* out: FAM_N rows of {cached ns, miss ns, cached layer, miss layer}; returns the number of rows */
 int tw_bench_predict(int dev, long n, double *out, int out_rows) {
     if (n < 1 || out_rows < FAM_N) return -1;
@@ -59,14 +55,14 @@ int tw_bench_predict(int dev, long n, double *out, int out_rows) {
         int layer = 0, miss_layer = 0;
         make_op(f, 512, &op);
         volatile uint64_t sink = tw_predict_ex(dev, &op, &layer);     /* fill the cache */
-        uint64_t t0 = cpu_ns();
+        uint64_t t0 = tw_thread_cpu_ns();
         for (long i = 0; i < n; i++) sink += tw_predict_ex(dev, &op, &layer);
-        uint64_t t1 = cpu_ns();
+        uint64_t t1 = tw_thread_cpu_ns();
         for (long i = 0; i < n; i++) {          /* distinct keys, never predicted before in this process */
             make_op(f, 4097 + i, &op);
             sink += tw_predict_ex(dev, &op, &miss_layer);
         }
-        uint64_t t2 = cpu_ns();
+        uint64_t t2 = tw_thread_cpu_ns();
         (void)sink;
         out[f * 4 + 0] = (double)(t1 - t0) / n;
         out[f * 4 + 1] = (double)(t2 - t1) / n;

@@ -63,7 +63,7 @@ static uint64_t read_overhead_ns;
 static uint64_t measure_read_overhead(void) {
     /* the whole reading (system call, keeper slot, process clock), with charging paused so that measuring
      * adds no time, minus the vDSO read that a real machine's program pays instead; best of 5 rounds */
-    uint64_t best_now = UINT64_MAX, best_sys = UINT64_MAX, best_vdso = UINT64_MAX;
+    uint64_t best_now = UINT64_MAX, best_vdso = UINT64_MAX;
     struct timespec ts;
     tw_charge_pause();
     for (int round = 0; round < 5; round++) {
@@ -77,7 +77,6 @@ static uint64_t measure_read_overhead(void) {
         uint64_t now = (b - a) / 33, sys = (c - b) / 33;
         uint64_t vdso = d - c > sys ? (d - c - sys) / 64 : 0;
         if (now < best_now) best_now = now;
-        if (sys < best_sys) best_sys = sys;
         if (vdso < best_vdso) best_vdso = vdso;
     }
     tw_charge_resume();
