@@ -7,6 +7,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
     host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns> <ns>  host costs of the real stack per call
     kgap  <ns>                                                      time between back-to-back kernels
+    attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
     attnstep <t0_ns> <eff_compute> <eff_memory> <per_tile_ns>       vLLM's FA3 main kernel per step (step.c)
 
@@ -114,8 +115,43 @@ def _gemm_rows(pd, src):
 
 def _attn_rows(pd, src):
     s = pd.read_parquet(src / "sdpa.parquet")
-    # the emulated cuDNN path: the backend PyTorch picks by default (cuDNN on the H200), GQA without repeat
-    return s[(s["mode"] == "graph") & (s.backend == "default") & (s.gqa == "enable_gqa") & s.t_median_us.notna()]
+    # the emulated cuDNN path: the backend PyTorch picks by default (cuDNN on the H200). With K/V repeated to
+    # every query head (repeat_kv) the kernel sees as many KV heads as query heads: the MHA layout's rows
+    s = s[(s["mode"] == "graph") & (s.backend == "default") & s.gqa.isin(["enable_gqa", "repeat_kv"])
+          & s.t_median_us.notna()]
+    return s.assign(kv_heads=s.kv_heads.where(s.gqa == "enable_gqa", s.heads))
+
+
+def attn_work(causal, heads, kv_heads, head_dim, batch, q, kv) -> tuple[float, float]:
+    """FLOPs and bytes of one attention call (bf16), as profile.c's attn_model_s counts them."""
+    flops = 4.0 * batch * heads * q * kv * head_dim * (0.5 if causal and q == kv else 1.0)
+    return flops, 2.0 * batch * (2.0 * q * heads + 2.0 * kv * kv_heads) * head_dim
+
+
+def fit_attn_model(keys_ns) -> tuple[float, float, float]:
+    """(t0_ns, flop/s, byte/s) of t = t0 + max(F / P, B / W) over the fitted attention rows, least squares in
+    log time (coarse-to-fine grid search: three parameters, numpy only). profile.c interpolates each measured
+    row's residual against this model instead of raw roofline efficiency: a latency floor of several us that
+    does not scale with the work is what made batch-4 shapes 20-70% off between batches 1 and 16."""
+    import numpy as np
+
+    w = np.array([attn_work(*k) for k, _ in keys_ns])
+    y = np.log(np.array([ns for _, ns in keys_ns]) * 1e-9)
+    best = (np.inf, None)
+    lo, hi = np.log([1e-6, 1e14, 1e12]), np.log([20e-6, 1.2e15, 6e12])
+    for _ in range(6):
+        axes = [np.linspace(a, b, 25) for a, b in zip(lo, hi)]
+        t0, P, W = np.meshgrid(*[np.exp(a) for a in axes], indexing="ij")
+        pred = t0[..., None] + np.maximum(w[:, 0] / P[..., None], w[:, 1] / W[..., None])
+        sse = ((np.log(pred) - y) ** 2).sum(-1)
+        i = np.unravel_index(np.argmin(sse), sse.shape)
+        if sse[i] < best[0]:
+            best = (sse[i], [axes[j][i[j]] for j in range(3)])
+        step = [(b - a) / 24 * 2 for a, b in zip(lo, hi)]
+        lo = [c - d for c, d in zip(best[1], step)]
+        hi = [c + d for c, d in zip(best[1], step)]
+    t0, P, W = np.exp(best[1])
+    return float(t0 * 1e9), float(P), float(W)
 
 
 COPY_OPS = {"H2D_pinned": (1, 1), "H2D_pageable": (1, 0), "D2H_pinned": (2, 1), "D2H_pageable": (2, 0), "D2D": (3, 1)}
@@ -342,11 +378,15 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
              f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src}; held-out rows excluded; do not edit",
              "gpu\tH200"]
     n = 0
-    for family, key, ns, held in sorted(rows(src)):
+    measured = sorted(rows(src))
+    for family, key, ns, held in measured:
         if held:
             continue
         lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
         n += 1
+    attn_fit = [(key, ns) for family, key, ns, held in measured if family == "attn" and not held]
+    if attn_fit:
+        lines.append("attnmodel\t" + "\t".join(f"{c:.6g}" for c in fit_attn_model(attn_fit)))
     lines += [f"host\t{k}\t{v}" for k, v in HOST_COSTS_NS.items()]
     if any(p.exists() for p in KERNELS):
         gap = kernel_gap_ns(src)

@@ -6,7 +6,8 @@
  *   exact    a row with the same key;
  *   interp   log-log interpolation between the rows of the same family (same GEMM operand shapes and
  *            types, same copy direction) along the one dimension that varies (tokens N, bytes); for
- *            attention, bilinear in (log batch, log length) of the measured efficiency;
+ *            attention, bilinear in (log batch, log length) of each measured row's ratio to a fitted
+ *            latency-plus-roofline model (attnmodel), applied to this launch's model time;
  *   nearest  the efficiency (roofline time / measured time) of the three nearest rows in log-shape space,
  *            inverse-distance weighted, applied to this launch's roofline.
  * Measured times belong to the profiled GPU; on another GPU each is scaled by the ratio of the two GPUs'
@@ -34,6 +35,8 @@ static copy_row *copies; static size_t ncopy;
 static kern_row *kerns; static size_t nkern;     /* sorted by name */
 static double kgap_ns;
 static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_tile_ns (step.c's model) */
+static double attn_model[3];  /* attnmodel: t0_ns flop_s byte_s (attention's latency-plus-roofline model) */
+static int have_attn_model;
 static int have_attn_step;
 static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
@@ -105,6 +108,11 @@ static void load(void) {
         } else if (!strcmp(fam, "attnstep")) {
             if (sscanf(line, "%*s %lf %lf %lf %lf", &attn_step[0], &attn_step[1], &attn_step[2], &attn_step[3]) == 4)
                 have_attn_step = 1;
+            else bad++;
+        } else if (!strcmp(fam, "attnmodel")) {
+            if (sscanf(line, "%*s %lf %lf %lf", &attn_model[0], &attn_model[1], &attn_model[2]) == 3 &&
+                attn_model[1] > 0 && attn_model[2] > 0)
+                have_attn_model = 1;
             else bad++;
         } else if (!strcmp(fam, "kgap")) {
             if (sscanf(line, "%*s %lf", &kgap_ns) != 1) bad++;
@@ -240,9 +248,26 @@ static double attn_eff(const attn_row *r, const tw_op *op) {
     return tw_roofline_s(profiled, &ro) / (r->ns * 1e-9);
 }
 
-/* Bilinear interpolation of log efficiency over (log batch, log length) inside one family (mask, heads,
- * head dim) and regime (prefill: q = kv; decode: one query, kv varies). 0 if the four corners are not all
- * measured. */
+/* Seconds on the profiled GPU by the fitted model t0 + max(flops / P, bytes / W) (profile_build.py's
+ * attn_work and fit_attn_model count the same way). */
+static double attn_model_s(int causal, double h, double hk, double d, double b, double q, double kv) {
+    double flops = 4.0 * b * h * q * kv * d * (causal && q == kv ? 0.5 : 1.0);
+    double bytes = 2.0 * b * (2.0 * q * h + 2.0 * kv * hk) * d;
+    double c = flops / attn_model[1], m = bytes / attn_model[2];
+    return attn_model[0] * 1e-9 + (c > m ? c : m);
+}
+
+/* What is interpolated for a measured row: log(measured / model) where the profile has the model (the
+ * returned estimate is then model x exp(interpolated) seconds on the profiled GPU), else log efficiency. */
+static double attn_residual(const attn_row *r, const tw_op *op) {
+    if (have_attn_model)
+        return log(r->ns * 1e-9 / attn_model_s(r->causal, r->heads, r->kv_heads, r->d, r->batch, r->q, r->kv));
+    return log(attn_eff(r, op));
+}
+
+/* Bilinear interpolation over (log batch, log length) inside one family (mask, heads, head dim) and regime
+ * (prefill: q = kv; decode: one query, kv varies) of attn_residual. Returns seconds on the profiled GPU with
+ * the model, else an efficiency; 0 if the four corners are not all measured. */
 static double attn_bilinear(const tw_op *op, double b, double len, int decode) {
     const tw_annotation *a = &op->ann;
     double h = a->u.attn.heads, hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
@@ -267,7 +292,7 @@ static double attn_bilinear(const tw_op *op, double b, double len, int decode) {
         int bi = fam[i]->batch == b0 ? 0 : fam[i]->batch == b1 ? 1 : -1;
         int li = rl == l0 ? 0 : rl == l1 ? 1 : -1;
         if (bi < 0 || li < 0) continue;
-        double v = log(attn_eff(fam[i], op));
+        double v = attn_residual(fam[i], op);
         e[bi][li] = v;
         if (b0 == b1) e[1][li] = v;
         if (l0 == l1) e[bi][1] = v;
@@ -277,6 +302,7 @@ static double attn_bilinear(const tw_op *op, double b, double len, int decode) {
     double tb = b1 == b0 ? 0 : (log(b) - log(b0)) / (log(b1) - log(b0));
     double tl = l1 == l0 ? 0 : (log(len) - log(l0)) / (log(l1) - log(l0));
     double v = (1 - tb) * ((1 - tl) * e[0][0] + tl * e[0][1]) + tb * ((1 - tl) * e[1][0] + tl * e[1][1]);
+    if (have_attn_model) return attn_model_s(a->u.attn.causal, h, hk, d, b, decode ? 1 : len, len) * exp(v);
     return exp(v);
 }
 
@@ -299,9 +325,12 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
                       ((r->q == 1) != (q == 1)) * 4.0;
         nearest_add(&nn, dist, attn_eff(r, op));
     }
-    double eff = (q == 1 || q == kv) ? attn_bilinear(op, b, q == 1 ? kv : q, q == 1) : 0;
-    if (eff > 0) { *layer = TW_LAYER_INTERP; return tw_roofline_s(spec, op) / eff; }
-    eff = nearest_eff(&nn);
+    double v = (q == 1 || q == kv) ? attn_bilinear(op, b, q == 1 ? kv : q, q == 1) : 0;
+    if (v > 0) {
+        *layer = TW_LAYER_INTERP;
+        return have_attn_model ? transfer(spec, op, v) : tw_roofline_s(spec, op) / v;
+    }
+    double eff = nearest_eff(&nn);
     if (eff <= 0) return 0;
     *layer = TW_LAYER_NEAREST;
     return tw_roofline_s(spec, op) / eff;
