@@ -9,6 +9,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     kgap  <ns>                                                      time between back-to-back kernels
     attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
+    krow  <outputs> <inputs> <ns> <demangled kernel name>           PyTorch's reductions and norms by row shape
     attnstep <t0_ns> <eff_compute> <eff_memory> <per_tile_ns>       vLLM's FA3 main kernel per step (step.c)
 
 Device times come from CUDA-graph replays (`mode == graph`: no launch gaps), copies between host and device
@@ -240,6 +241,29 @@ def kernel_rows(paths: list[pathlib.Path] = KERNELS):
 
 
 KERN_KEY = ["name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z"]
+ROW_KERNEL = r"^void at::native::reduce_kernel<|at::native::.*vectorized_layer_norm_kernel<.*>\(int,"
+WHOLE_REDUCTIONS = {"sum", "argmax", "max", "mean"}   # workloads reducing the whole tensor to one value
+
+
+def krow_table():
+    """The `krow` rows: PyTorch's reductions and norms (ROW_KERNEL; profile.c reads the same shape from their
+    launch arguments) by (outputs, inputs per output), the median over the fitted launches of the recorder's
+    workloads. The shape comes from the launching operator's first input: [rows, L] reduced or normalised
+    over L, or one value from the whole tensor (WHOLE_REDUCTIONS)."""
+    import json
+    import pandas as pd
+
+    k = kernel_rows()
+    k = k[k.name.str.contains(ROW_KERNEL, regex=True) & ~k.held_out & k.op_input_dims.notna()]
+    dims = k.op_input_dims.map(lambda s: json.loads(s)[0] if s.startswith("[") else [])
+    ok = dims.map(lambda d: isinstance(d, list) and len(d) >= 1 and all(isinstance(x, int) for x in d))
+    k, dims = k[ok], dims[ok]
+    whole = k.op.isin(WHOLE_REDUCTIONS)
+    outputs = [1 if w else math.prod(d[:-1]) for w, d in zip(whole, dims)]
+    inputs = [math.prod(d) if w else d[-1] for w, d in zip(whole, dims)]
+    k = k.assign(outputs=outputs, inputs=inputs)
+    k = k[(k.outputs > 0) & (k.inputs > 0)]
+    return k.groupby(["name", "outputs", "inputs"]).dur_ns.median().rename("ns").reset_index()
 
 
 def vllm_kernel_rows(paths: list[pathlib.Path] = VLLM_KERNELS):
@@ -397,6 +421,10 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
         coef = fit_attention.fit().coef
         lines.append("attnstep\t" + "\t".join(f"{c:.6g}" for c in coef))
         n += 1
+    if any(p.exists() for p in KERNELS):
+        for r in krow_table().itertuples():
+            lines.append("\t".join(["krow", str(int(r.outputs)), str(int(r.inputs)), f"{r.ns:.0f}", r.name]))
+            n += 1
     for r in kern_table().itertuples():
         lines.append("\t".join(["kern", *(str(int(getattr(r, d))) for d in KERN_KEY[1:]), f"{r.ns:.0f}", r.name]))
         n += 1

@@ -61,3 +61,44 @@ def test_other_gpus_are_scaled_from_the_h200(h200):
     a100 = run.result
     # compute-bound GEMMs: the A100's bf16 rate is about a third of the H200's
     assert 2.0 < a100["1024"] / h200["1024"] < 4.0
+
+
+ROWS_PROG = """
+import torch, torch.nn.functional as F
+for rows, cols in ((64, 4096), (2048, 128), (2048, 4096)):
+    x = torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    w = torch.ones(cols, device="cuda", dtype=torch.bfloat16)
+    F.rms_norm(x, (cols,), w, 1e-5)
+    x.argmax(dim=-1)
+x.sum()
+torch.cuda.synchronize()
+print("{}")
+"""
+
+
+def profile_rows(family: str) -> list[list[str]]:
+    return [line.split("\t") for line in PROFILE.read_text().splitlines() if line.startswith(family + "\t")]
+
+
+def test_reductions_and_norms_are_timed_by_their_row_shape(tmp_path):
+    """A norm's grid is its row count and a reduction caps its grid, so neither launch size tells the work:
+    the shim reads (outputs, inputs per output) from the kernel's arguments, and a measured shape takes its
+    measured time."""
+    trace = tmp_path / "t.json"
+    run = run_emulated(ROWS_PROG, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    events = [e for e in json.loads(trace.read_text())["traceEvents"] if "rows" in e["args"]]
+    norms = {tuple(e["args"]["rows"]): e["dur"] for e in events if "layer_norm" in e["name"]}
+    argmax = {tuple(e["args"]["rows"]): e["dur"] for e in events if "ArgMaxOps" in e["name"]}
+    sums = [tuple(e["args"]["rows"]) for e in events if "sum_functor" in e["name"]]
+    assert set(norms) == set(argmax) == {(64, 4096), (2048, 128), (2048, 4096)}
+    assert sums == [(1, 2048 * 4096)]
+    # the same grid (2048 blocks, one per row) with 32x the row length: 32 MiB moved instead of 1 MiB, past
+    # the latency floor (keyed by grid, both took the same time)
+    assert norms[(2048, 4096)] > 3 * norms[(2048, 128)]
+    # a measured shape: the recorder's median plus the back-to-back launch gap
+    kgap = float(profile_rows("kgap")[0][1])
+    measured = [float(r[3]) for r in profile_rows("krow")
+                if r[1:3] == ["64", "4096"] and "vectorized_layer_norm_kernel<c10::BFloat16" in r[4]]
+    assert measured, "the profile has no krow row for a bf16 rms_norm over 64 rows of 4096"
+    assert norms[(64, 4096)] == pytest.approx((measured[0] + kgap) / 1e3, rel=0.01)

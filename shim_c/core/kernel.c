@@ -81,3 +81,47 @@ int tw_kernel_valid(const void *p) {
     pthread_mutex_unlock(&klock);
     return found;
 }
+
+/* ---------------------------------------------------------------- row shapes from launch arguments */
+enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE };
+
+static int row_class(const tw_kernel *k) {
+    const char *p = k->pretty;
+    if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
+    /* vectorized_layer_norm_kernel<T, T_ACC, rms_norm>(int N, ...): one block per row of N elements */
+    if (strstr(p, "at::native::") && strstr(p, "vectorized_layer_norm_kernel<") && strstr(p, ">(int,")) return ROW_LAYER_NORM;
+    return ROW_NONE;
+}
+
+/* PyTorch's ReduceOp (ATen/native/cuda/Reduce.cuh) is the kernel's one argument. Its ReduceConfig follows
+ * the reduction functor and identity, at an offset that depends on their types, and begins with int
+ * element_size_bytes, num_inputs (per output), num_outputs, step_input, step_output, ctas_per_output,
+ * input_mult[3], output_mult[2], block_width, block_height, num_threads; the launch's block is
+ * (block_width, block_height). The config is found by that signature within the first 64 bytes. */
+static int reduce_config(const unsigned char *arg, const uint32_t block[3], int64_t rows[2]) {
+    for (int off = 0; off <= 64; off += 4) {
+        int32_t c[14];
+        memcpy(c, arg + off, sizeof c);
+        int esb = c[0], ni = c[1], no = c[2], bw = c[11], bh = c[12], nt = c[13];
+        if ((esb == 1 || esb == 2 || esb == 4 || esb == 8 || esb == 16) && ni > 0 && no > 0 && c[3] > 0 && c[4] > 0 &&
+            c[5] > 0 && bw > 0 && bh > 0 && (uint32_t)bw == block[0] && (uint32_t)bh == block[1] && nt == bw * bh) {
+            rows[0] = no;
+            rows[1] = ni;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+void tw_kernel_row_shape(tw_op *op, void *const *args) {
+    tw_kernel *k = (tw_kernel *)op->kernel;
+    if (!k || !args || !args[0]) return;
+    if (!k->row_class) k->row_class = row_class(k);   /* a benign race: every thread computes the same */
+    if (k->row_class == ROW_LAYER_NORM) {
+        int32_t n;
+        memcpy(&n, args[0], sizeof n);
+        if (n > 0) { op->rows[0] = (int64_t)op->grid[0] * op->grid[1] * op->grid[2]; op->rows[1] = n; }
+    } else if (k->row_class == ROW_REDUCE) {
+        reduce_config(args[0], op->block, op->rows);
+    }
+}

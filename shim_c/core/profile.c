@@ -10,6 +10,9 @@
  *            latency-plus-roofline model (attnmodel), applied to this launch's model time;
  *   nearest  the efficiency (roofline time / measured time) of the three nearest rows in log-shape space,
  *            inverse-distance weighted, applied to this launch's roofline.
+ * Unannotated kernels are keyed by name, grid and block (kern rows), except PyTorch's reductions and norms,
+ * whose launch size does not tell their work: those are keyed by the row shape read from their arguments
+ * (krow rows: outputs, inputs per output; kernel.c).
  * Measured times belong to the profiled GPU; on another GPU each is scaled by the ratio of the two GPUs'
  * rooflines for the same launch (its bound resource's rate), which is how the catalog's other GPUs are
  * predicted from H200 data. Results are cached per key, so a repeated launch costs one hash lookup.
@@ -28,11 +31,13 @@ typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; } gemm_row;
 typedef struct { int causal; double heads, kv_heads, d, batch, q, kv, ns; } attn_row;
 typedef struct { int dir, pinned; double bytes, ns; } copy_row;
 typedef struct { uint32_t g[3], b[3]; double ns; char *name; } kern_row;
+typedef struct { double outputs, inputs, ns; char *name; } krow_row;
 
 static gemm_row *gemms; static size_t ngemm;
 static attn_row *attns; static size_t nattn;
 static copy_row *copies; static size_t ncopy;
 static kern_row *kerns; static size_t nkern;     /* sorted by name */
+static krow_row *krows; static size_t nkrow;     /* sorted by name, inputs, outputs */
 static double kgap_ns;
 static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_tile_ns (step.c's model) */
 static double attn_model[3];  /* attnmodel: t0_ns flop_s byte_s (attention's latency-plus-roofline model) */
@@ -63,6 +68,14 @@ static int kern_cmp(const void *a, const void *b) {
     if (c) return c;
     double bx = (double)x->g[0] * x->g[1] * x->g[2], by = (double)y->g[0] * y->g[1] * y->g[2];
     return bx < by ? -1 : bx > by;
+}
+
+static int krow_cmp(const void *a, const void *b) {
+    const krow_row *x = a, *y = b;
+    int c = strcmp(x->name, y->name);
+    if (c) return c;
+    if (x->inputs != y->inputs) return x->inputs < y->inputs ? -1 : 1;
+    return x->outputs < y->outputs ? -1 : x->outputs > y->outputs;
 }
 
 static void load(void) {
@@ -126,15 +139,26 @@ static void load(void) {
                 r.name = strdup(nm);
                 if (r.name) PUSH(kerns, nkern, r);
             } else bad++;
+        } else if (!strcmp(fam, "krow")) {
+            krow_row r;
+            int off = 0;
+            if (sscanf(line, "%*s %lf %lf %lf %n", &r.outputs, &r.inputs, &r.ns, &off) == 3 && off > 0 && r.outputs > 0 &&
+                r.inputs > 0) {
+                char *nm = line + off;
+                nm[strcspn(nm, "\n")] = 0;
+                r.name = strdup(nm);
+                if (r.name) PUSH(krows, nkrow, r);
+            } else bad++;
         } else bad++;
     }
     free(line);
     fclose(f);
     qsort(kerns, nkern, sizeof *kerns, kern_cmp);
+    qsort(krows, nkrow, sizeof *krows, krow_cmp);
     if (bad) tw_log("TIMEWARP_PROFILE=%s: %d lines not understood (skipped)", path, bad);
     if (!profiled) {
         tw_log("TIMEWARP_PROFILE=%s names no catalog GPU (a 'gpu <KEY>' line); the profile is not used", path);
-        ngemm = nattn = ncopy = nkern = 0;
+        ngemm = nattn = ncopy = nkern = nkrow = 0;
         memset(host_costs, 0, sizeof host_costs);
     }
 }
@@ -155,7 +179,7 @@ static uint64_t op_key(const tw_op *op) {
     if (a->kind == TW_ANN_NONE) {
         h = mix(h, op->kernel ? op->kernel->id : 0);
         for (int i = 0; i < 3; i++) h = mix(mix(h, op->grid[i]), op->block[i]);
-        return h;
+        return mix(mix(h, (uint64_t)op->rows[0]), (uint64_t)op->rows[1]);
     }
     if (a->kind == TW_ANN_GEMM) {
         h = mix(mix(mix(h, a->u.gemm.m), a->u.gemm.n), a->u.gemm.k);
@@ -362,8 +386,63 @@ static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
  * measured launches of the same kernel and block shape interpolated over the number of blocks (log-log;
  * proportional beyond the largest, as bandwidth-bound kernels are). A measured time is the kernel's own
  * execution; kgap, the time a back-to-back launch adds, is added to it. */
+/* A row kernel's time at `outputs` on one measured line (rows of one `inputs`, [i, j) sorted by outputs):
+ * log-log interpolation, proportional above the largest, the smallest's time below it (latency-bound). */
+static double krow_along(size_t i, size_t j, double outputs, int *exact) {
+    size_t k = i;
+    while (k < j && krows[k].outputs < outputs) k++;
+    if (k < j && krows[k].outputs == outputs) { *exact = 1; return krows[k].ns; }
+    *exact = 0;
+    if (k == i) return krows[i].ns;
+    if (k == j) return krows[j - 1].ns * outputs / krows[j - 1].outputs;
+    return lerp_log(krows[k - 1].outputs, krows[k - 1].ns, krows[k].outputs, krows[k].ns, outputs);
+}
+
+/* PyTorch's reductions and norms by their row shape (op->rows: outputs, inputs per output), which their
+ * grid does not tell: the measured lines (one per inputs) bracketing the launch's inputs are each
+ * interpolated at its outputs, then the two in log inputs; above the longest rows measured, time scales with
+ * the row length. 0 if the kernel has no krow rows. */
+static double krow_predict(const char *name, const tw_op *op, int *layer) {
+    size_t lo = 0, hi = nkrow;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(krows[mid].name, name) < 0) lo = mid + 1; else hi = mid;
+    }
+    size_t end = lo;
+    while (end < nkrow && !strcmp(krows[end].name, name)) end++;
+    if (lo == end) return 0;
+    double O = (double)op->rows[0], I = (double)op->rows[1];
+    size_t b0 = SIZE_MAX, b1 = SIZE_MAX, a0 = SIZE_MAX, a1 = SIZE_MAX;   /* lines below and above I */
+    for (size_t i = lo; i < end;) {
+        size_t j = i;
+        while (j < end && krows[j].inputs == krows[i].inputs) j++;
+        if (krows[i].inputs <= I) { b0 = i; b1 = j; }
+        if (krows[i].inputs >= I && a0 == SIZE_MAX) { a0 = i; a1 = j; }
+        i = j;
+    }
+    int ex0 = 0, ex1 = 0;
+    double ns;
+    if (b0 != SIZE_MAX && a0 != SIZE_MAX) {
+        double t0 = krow_along(b0, b1, O, &ex0), t1 = krow_along(a0, a1, O, &ex1);
+        ns = b0 == a0 ? t0 : lerp_log(krows[b0].inputs, t0, krows[a0].inputs, t1, I);
+        ex0 = ex0 && b0 == a0;
+    } else if (b0 != SIZE_MAX) {
+        ns = krow_along(b0, b1, O, &ex0) * I / krows[b0].inputs;
+        ex0 = 0;
+    } else {
+        ns = krow_along(a0, a1, O, &ex0);
+        ex0 = 0;
+    }
+    *layer = ex0 ? TW_LAYER_EXACT : TW_LAYER_INTERP;
+    return ns;
+}
+
 static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const char *name = op->kernel->pretty ? op->kernel->pretty : op->kernel->name;
+    if (op->rows[0] > 0 && nkrow) {
+        double ns = krow_predict(name, op, layer);
+        if (ns > 0) return transfer(spec, op, (ns + kgap_ns) * 1e-9);
+    }
     size_t lo = 0, hi = nkern;
     while (lo < hi) {   /* first row of this name */
         size_t mid = (lo + hi) / 2;
@@ -405,7 +484,7 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     int gemm = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM && ngemm;
     int attn = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_ATTENTION && nattn;
     int copy = op->kind == TW_OP_MEMCPY && ncopy;
-    int kern = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE && op->kernel && nkern;
+    int kern = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE && op->kernel && (nkern || nkrow);
     if (!gemm && !attn && !copy && !kern) return 0;
     uint64_t key = op_key(op);
     centry *c = &cache[key & (CACHE_SLOTS - 1)];

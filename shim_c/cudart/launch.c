@@ -165,7 +165,8 @@ static inline int check_launch(const tw_kernel *k, dim3 g, dim3 b, size_t shmem)
 
 static int occupancy(const tw_kernel *k, const tw_dev_limits *L, int blockSize, size_t dynSmem);
 
-static inline cudaError_t launch_core(const tw_kernel *k, dim3 g, dim3 b, size_t shmem, void *stream, int pt)
+static inline cudaError_t launch_core(const tw_kernel *k, dim3 g, dim3 b, size_t shmem, void *stream, int pt,
+                                      void **args)
 {
     if (TW_UNLIKELY(!k)) return cr(cudaErrorInvalidDeviceFunction);
     tw_stream *s = tw_stream_get(stream, pt);
@@ -179,6 +180,7 @@ static inline cudaError_t launch_core(const tw_kernel *k, dim3 g, dim3 b, size_t
         .block = {b.x, b.y, b.z},
         .shmem = (uint32_t)shmem,
     };
+    tw_kernel_row_shape(&op, args);
     TW_DEBUG("launch %s grid(%u,%u,%u) block(%u,%u,%u) shmem %zu stream %p", k->name, g.x, g.y, g.z, b.x, b.y,
              b.z, shmem, stream);
     tw_err te = tw_enqueue(s, &op);
@@ -202,32 +204,29 @@ TW_EXPORT cudaError_t cudaGetKernel(cudaKernel_t *kernelPtr, const void *entryFu
 TW_EXPORT cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                          size_t sharedMem, cudaStream_t stream)
 {
-    (void)args;
-    return launch_core(kernel, gridDim, blockDim, sharedMem, stream, 0);
+    return launch_core(kernel, gridDim, blockDim, sharedMem, stream, 0, args);
 }
 
 TW_EXPORT cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args,
                                               size_t sharedMem, cudaStream_t stream)
 {
-    (void)args;
-    return launch_core(kernel, gridDim, blockDim, sharedMem, stream, 1);
+    return launch_core(kernel, gridDim, blockDim, sharedMem, stream, 1, args);
 }
 
 TW_EXPORT cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                        size_t sharedMem, cudaStream_t stream)
 {
-    (void)args;
-    return launch_core(tw_cudart_resolve_func(func), gridDim, blockDim, sharedMem, stream, 0);
+    return launch_core(tw_cudart_resolve_func(func), gridDim, blockDim, sharedMem, stream, 0, args);
 }
 
 TW_EXPORT cudaError_t cudaLaunchKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                             size_t sharedMem, cudaStream_t stream)
 {
-    (void)args;
-    return launch_core(tw_cudart_resolve_func(func), gridDim, blockDim, sharedMem, stream, 1);
+    return launch_core(tw_cudart_resolve_func(func), gridDim, blockDim, sharedMem, stream, 1, args);
 }
 
-static cudaError_t launch_coop(const void *func, dim3 g, dim3 b, size_t shmem, cudaStream_t stream, int pt)
+static cudaError_t launch_coop(const void *func, dim3 g, dim3 b, size_t shmem, cudaStream_t stream, int pt,
+                               void **args)
 {
     tw_kernel *k = tw_cudart_resolve_func(func);
     if (!k) return cr(cudaErrorInvalidDeviceFunction);
@@ -241,24 +240,22 @@ static cudaError_t launch_coop(const void *func, dim3 g, dim3 b, size_t shmem, c
         uint64_t blocks = (uint64_t)g.x * g.y * g.z;
         if (blocks > (uint64_t)per_sm * (uint64_t)L->sm_count) return cr(cudaErrorCooperativeLaunchTooLarge);
     }
-    return launch_core(k, g, b, shmem, stream, pt);
+    return launch_core(k, g, b, shmem, stream, pt, args);
 }
 
 TW_EXPORT cudaError_t cudaLaunchCooperativeKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                                   size_t sharedMem, cudaStream_t stream)
 {
-    (void)args;
-    return launch_coop(func, gridDim, blockDim, sharedMem, stream, 0);
+    return launch_coop(func, gridDim, blockDim, sharedMem, stream, 0, args);
 }
 
 TW_EXPORT cudaError_t cudaLaunchCooperativeKernel_ptsz(const void *func, dim3 gridDim, dim3 blockDim, void **args,
                                                        size_t sharedMem, cudaStream_t stream)
 {
-    (void)args;
-    return launch_coop(func, gridDim, blockDim, sharedMem, stream, 1);
+    return launch_coop(func, gridDim, blockDim, sharedMem, stream, 1, args);
 }
 
-static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, int pt)
+static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func, int pt, void **args)
 {
     if (!config) return cr(cudaErrorInvalidValue);
     if (config->numAttrs && !config->attrs) return cr(cudaErrorInvalidValue);
@@ -291,8 +288,8 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
             break; /* priority, access policy, PDL serialization, mem sync domains ...: no timing effect modelled */
         }
     }
-    cudaError_t e = coop ? launch_coop(func, g, b, config->dynamicSmemBytes, config->stream, pt)
-                         : launch_core(k, g, b, config->dynamicSmemBytes, config->stream, pt);
+    cudaError_t e = coop ? launch_coop(func, g, b, config->dynamicSmemBytes, config->stream, pt, args)
+                         : launch_core(k, g, b, config->dynamicSmemBytes, config->stream, pt, args);
     if (e != cudaSuccess) return e;
     /* events triggered by the launch: recorded after it (they fire no later than its end) */
     for (unsigned i = 0; i < config->numAttrs; i++) {
@@ -310,14 +307,12 @@ static cudaError_t launch_ex(const cudaLaunchConfig_t *config, const void *func,
 
 TW_EXPORT cudaError_t cudaLaunchKernelExC(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-    (void)args;
-    return launch_ex(config, func, 0);
+    return launch_ex(config, func, 0, args);
 }
 
 TW_EXPORT cudaError_t cudaLaunchKernelExC_ptsz(const cudaLaunchConfig_t *config, const void *func, void **args)
 {
-    (void)args;
-    return launch_ex(config, func, 1);
+    return launch_ex(config, func, 1, args);
 }
 
 /* ------------------------------------------------------------------ function attributes */

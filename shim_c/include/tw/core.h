@@ -217,10 +217,15 @@ typedef struct tw_kernel {
     int n_params;            /* -1 unknown */
     int max_threads, shared_bytes, const_bytes, local_bytes, num_regs, max_dyn_shared;
     int step_class;          /* step.c's classification of the kernel, cached (0: not yet) */
+    int row_class;           /* kernel.c's: how its arguments give a row shape, cached (0: not yet) */
 } tw_kernel;
 
 tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */
 int tw_kernel_valid(const void *p);                       /* p is a tw_kernel from tw_kernel_intern (slow) */
+struct tw_op;
+/* For PyTorch's row kernels whose launch size does not tell their work (reductions cap their grid; a norm's
+ * grid is its row count), read (outputs, inputs per output) from the launch's arguments into op->rows. */
+void tw_kernel_row_shape(struct tw_op *op, void *const *args);
 
 typedef struct tw_op {
     tw_op_kind kind;
@@ -228,6 +233,7 @@ typedef struct tw_op {
     const char *label;        /* name for non-kernel ops ("cublasLtMatmul", "memcpy HtoD") */
     uint32_t grid[3], block[3];
     uint32_t shmem;
+    int64_t rows[2];          /* (outputs, inputs per output) of a row kernel (tw_kernel_row_shape); 0: unknown */
     tw_annotation ann;
     /* memcpy/memset */
     tw_copy_dir dir;
