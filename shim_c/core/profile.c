@@ -399,9 +399,12 @@ static double krow_along(size_t i, size_t j, double outputs, int *exact) {
 }
 
 /* PyTorch's reductions and norms by their row shape (op->rows: outputs, inputs per output), which their
- * grid does not tell: the measured lines (one per inputs) bracketing the launch's inputs are each
- * interpolated at its outputs, then the two in log inputs; above the longest rows measured, time scales with
- * the row length. 0 if the kernel has no krow rows. */
+ * grid does not tell. The measured lines (rows of one `inputs`) whose outputs span the launch's are
+ * interpolated at its outputs; the nearest two such lines in log inputs, one each side, are interpolated in
+ * log inputs, or the one line is scaled by the row length when the launch's rows are longer. A line is not
+ * extrapolated in outputs: a single whole-tensor reduction (one output) says nothing of 512 rows. Where no
+ * line spans the outputs, the row nearest in (log outputs, log inputs) is scaled by the work when the launch
+ * has more. 0 if the kernel has no krow rows. */
 static double krow_predict(const char *name, const tw_op *op, int *layer) {
     size_t lo = 0, hi = nkrow;
     while (lo < hi) {
@@ -412,28 +415,40 @@ static double krow_predict(const char *name, const tw_op *op, int *layer) {
     while (end < nkrow && !strcmp(krows[end].name, name)) end++;
     if (lo == end) return 0;
     double O = (double)op->rows[0], I = (double)op->rows[1];
-    size_t b0 = SIZE_MAX, b1 = SIZE_MAX, a0 = SIZE_MAX, a1 = SIZE_MAX;   /* lines below and above I */
+    size_t b0 = SIZE_MAX, b1 = 0, a0 = SIZE_MAX, a1 = 0;   /* spanning lines below and above I */
     for (size_t i = lo; i < end;) {
         size_t j = i;
         while (j < end && krows[j].inputs == krows[i].inputs) j++;
-        if (krows[i].inputs <= I) { b0 = i; b1 = j; }
-        if (krows[i].inputs >= I && a0 == SIZE_MAX) { a0 = i; a1 = j; }
+        if (krows[i].outputs <= O && O <= krows[j - 1].outputs) {   /* rows sorted by outputs within a line */
+            if (krows[i].inputs <= I) { b0 = i; b1 = j; }
+            if (krows[i].inputs >= I && a0 == SIZE_MAX) { a0 = i; a1 = j; }
+        }
         i = j;
     }
-    int ex0 = 0, ex1 = 0;
+    int exact = 0;
     double ns;
     if (b0 != SIZE_MAX && a0 != SIZE_MAX) {
-        double t0 = krow_along(b0, b1, O, &ex0), t1 = krow_along(a0, a1, O, &ex1);
+        int e0, e1;
+        double t0 = krow_along(b0, b1, O, &e0), t1 = krow_along(a0, a1, O, &e1);
         ns = b0 == a0 ? t0 : lerp_log(krows[b0].inputs, t0, krows[a0].inputs, t1, I);
-        ex0 = ex0 && b0 == a0;
+        exact = b0 == a0 && e0;
     } else if (b0 != SIZE_MAX) {
-        ns = krow_along(b0, b1, O, &ex0) * I / krows[b0].inputs;
-        ex0 = 0;
+        ns = krow_along(b0, b1, O, &exact) * I / krows[b0].inputs;
+        exact = 0;
+    } else if (a0 != SIZE_MAX) {
+        ns = krow_along(a0, a1, O, &exact);
+        exact = 0;
     } else {
-        ns = krow_along(a0, a1, O, &ex0);
-        ex0 = 0;
+        const krow_row *best = NULL;
+        double bd = 1e300;
+        for (size_t i = lo; i < end; i++) {
+            double d = fabs(log(krows[i].outputs / O)) + fabs(log(krows[i].inputs / I));
+            if (d < bd) { bd = d; best = &krows[i]; }
+        }
+        double work = O * I / (best->outputs * best->inputs);
+        ns = best->ns * (work > 1 ? work : 1);
     }
-    *layer = ex0 ? TW_LAYER_EXACT : TW_LAYER_INTERP;
+    *layer = exact ? TW_LAYER_EXACT : TW_LAYER_INTERP;
     return ns;
 }
 

@@ -1,0 +1,97 @@
+"""Whole programs, real H200 against emulated (issue 3, acceptance 2): run each program of a real lease's
+record under `timewarp run` and print the figures side by side.
+
+    python -m timewarp.predictors.compare_programs [--progs DIR] [--real DIR] [--repeat N]
+
+DIR defaults to the checkout's tests/progs (the programs are unmodified PyTorch and transformers scripts).
+The real figures are predictors/data/h200/programs_2026-11-30 (predictors/calibration/h200_programs_session.sh:
+real_hf_llama8b.json, programs.jsonl, demo.txt). Each program runs --repeat times (default 1); the table
+shows the median and the range, because host-bound figures move with this machine's load
+(docs/LIMITATIONS.md).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import re
+import statistics
+import subprocess
+import sys
+
+HERE = pathlib.Path(__file__).resolve().parent
+REAL = HERE / "data" / "h200" / "programs_2026-11-30"
+
+# (program and arguments, figure key in its JSON, label, what bounds it on the real machine)
+FIGURES = [
+    ("hf_llama8b.py", "prefill_ms_events", "HF Llama-3-8B prefill 512 tokens, events (ms)", "host+GPU"),
+    ("hf_llama8b.py", "generate_ms_per_token", "HF generate() batch 1, per token (ms)", "host"),
+    ("hf_llama8b.py", "generate_b8_ms_per_token", "HF generate() batch 8, per token (ms)", "host"),
+    ("device_basics.py", "gemm20_event_ms", "20 GEMMs 8192^3, events (ms)", "GPU (power cap)"),
+    ("device_basics.py", "graph_replay10_ms", "CUDA graph, 10 replays (ms)", "GPU"),
+    ("virtual_time.py 1.0", "perf_counter_s", "~1 s of GEMMs, perf_counter (s)", "GPU (power cap)"),
+    ("compile_and_llama.py --generate", "compile_10_ms", "torch.compile'd fn, 10 calls (ms)", "host"),
+    ("demo", "prefill_ms", "demo prefill 512 tokens, events (ms)", "GPU"),
+    ("demo", "decode_ms", "demo decode, per token (ms)", "host+GPU"),
+]
+
+
+def real_figures(real: pathlib.Path) -> dict:
+    out = {"hf_llama8b.py": json.loads((real / "real_hf_llama8b.json").read_text())}
+    for line in (real / "programs.jsonl").read_text().splitlines():
+        d = json.loads(line)
+        out[d["program"]] = d["result"]
+    out["demo"] = parse_demo((real / "demo.txt").read_text())
+    return out
+
+
+def parse_demo(text: str) -> dict:
+    p = re.search(r"prefill \(.*?\):\s+([\d.]+) ms \(CUDA events\)", text)
+    d = re.search(r"decode\s+\(.*?\):\s+([\d.]+) ms/token \(CUDA events\)", text)
+    if not p or not d:
+        raise ValueError(f"demo output not understood:\n{text[-2000:]}")
+    return {"prefill_ms": float(p.group(1)), "decode_ms": float(d.group(1))}
+
+
+def run_emulated(prog: str, progs: pathlib.Path) -> dict:
+    if prog == "demo":
+        cmd = [sys.executable, "-m", "timewarp", "demo"]
+    else:
+        name, *args = prog.split()
+        cmd = [sys.executable, "-m", "timewarp", "run", "--", sys.executable, str(progs / name), *args]
+    p = subprocess.run(cmd, capture_output=True, text=True, cwd=progs)
+    if p.returncode != 0:
+        raise RuntimeError(f"{prog} failed under emulation (exit {p.returncode}):\n{p.stderr[-3000:]}")
+    if prog == "demo":
+        return parse_demo(p.stdout)
+    lines = [line for line in p.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        raise RuntimeError(f"{prog} printed no JSON result:\n{p.stdout[-2000:]}")
+    return json.loads(lines[-1])
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--progs", type=pathlib.Path, default=HERE.parent / "tests" / "progs",
+                    help="folder of the test programs (default: the checkout's tests/progs)")
+    ap.add_argument("--real", type=pathlib.Path, default=REAL)
+    ap.add_argument("--repeat", type=int, default=1)
+    a = ap.parse_args(argv)
+    if not (a.progs / "hf_llama8b.py").exists():
+        ap.error(f"{a.progs} holds no hf_llama8b.py: pass --progs PATH/TO/tests/progs")
+    real = real_figures(a.real)
+    emu: dict = {}
+    for prog in dict.fromkeys(p for p, *_ in FIGURES):
+        emu[prog] = [run_emulated(prog, a.progs) for _ in range(a.repeat)]
+    print(f"{'program, figure':52s} {'real':>9s} {'emulated (range)':>26s} {'error':>8s}  bound by")
+    for prog, key, label, bound in FIGURES:
+        r = float(real[prog][key])
+        vals = [float(e[key]) for e in emu[prog]]
+        m = statistics.median(vals)
+        rng = f"{m:.3f} ({min(vals):.3f}..{max(vals):.3f})" if len(vals) > 1 else f"{m:.3f}"
+        print(f"{label:52s} {r:9.3f} {rng:>26s} {(m - r) / r * 100:+7.1f}%  {bound}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
