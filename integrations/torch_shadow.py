@@ -85,6 +85,13 @@ def _plain(x) -> bool:
 
 
 class ShadowMode(TorchDispatchMode):
+    @classmethod
+    def ignore_compile_internals(cls) -> bool:
+        # Without this, torch.compile sees a user dispatch mode on the stack and silently runs the function
+        # eagerly ("non-infra torch dispatch mode present"): compiled programs would be timed as eager ones.
+        # With it the mode is off while Dynamo and Inductor compile and back on around the compiled code.
+        return True
+
     def __init__(self):
         super().__init__()
         self._skip: dict = {}
