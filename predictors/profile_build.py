@@ -43,10 +43,14 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
   times inside the real vLLM run, each step's lengths rebuilt by replaying vLLM's scheduling of the recorded
   cases, with vllm_kernels_2026-11-30/attention.csv's microbenchmark rows at a lower weight, scaled by the
   measured in-situ slowdown): a case is held out when crc32 of its label (microbenchmark: case_id) is odd.
-Only rows not held out go into the table; `timewarp validate` reports both sets
-(`python -m timewarp.predictors.fit_attention` and `... .check_vllm_kernels` report the last two).
+Two tables are written. profile_fit.tsv has only the rows not held out: `timewarp validate` runs with it and
+reports both sets, so held-out errors stay honest (`python -m timewarp.predictors.fit_attention` and
+`... .check_vllm_kernels` report the last two). profile.tsv, the one `timewarp run` uses, has every measured
+row: the split measures the predictor, and a user's launch at a held-out shape (512 tokens, batch 4) should
+get the measurement, not the interpolation that the split evaluates. The FA3 step model and the launch gap
+are fitted on the fitted rows in both.
 
-    python -m timewarp.predictors.profile_build [MICROBENCH_DIR] [OUT]
+    python -m timewarp.predictors.profile_build [MICROBENCH_DIR]     # writes profile.tsv and profile_fit.tsv
 """
 from __future__ import annotations
 
@@ -57,7 +61,8 @@ import zlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
-DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"
+DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"          # every measured row: what `timewarp run` uses
+FIT_OUT = HERE / "data" / "h200" / "profile_fit.tsv"          # fitted rows only: what `timewarp validate` uses
 KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet" for d in ("kernels_2026-11-29", "kernels_2026-11-29b")]
 VLLM_DIR = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
 VLLM_KERNELS = [VLLM_DIR / "kernels.parquet"]
@@ -245,7 +250,7 @@ ROW_KERNEL = r"^void at::native::reduce_kernel<|at::native::.*vectorized_layer_n
 WHOLE_REDUCTIONS = {"sum", "argmax", "max", "mean"}   # workloads reducing the whole tensor to one value
 
 
-def krow_table():
+def krow_table(with_held_out: bool = False):
     """The `krow` rows: PyTorch's reductions and norms (ROW_KERNEL; profile.c reads the same shape from their
     launch arguments) by (outputs, inputs per output), the median over the fitted launches of the recorder's
     workloads. The shape comes from the launching operator's first input: [rows, L] reduced or normalised
@@ -254,7 +259,7 @@ def krow_table():
     import pandas as pd
 
     k = kernel_rows()
-    k = k[k.name.str.contains(ROW_KERNEL, regex=True) & ~k.held_out & k.op_input_dims.notna()]
+    k = k[k.name.str.contains(ROW_KERNEL, regex=True) & (with_held_out | ~k.held_out) & k.op_input_dims.notna()]
     dims = k.op_input_dims.map(lambda s: json.loads(s)[0] if s.startswith("[") else [])
     ok = dims.map(lambda d: isinstance(d, list) and len(d) >= 1 and all(isinstance(x, int) for x in d))
     k, dims = k[ok], dims[ok]
@@ -298,7 +303,7 @@ def vllm_kernel_gap_ns(paths: list[pathlib.Path] = VLLM_KERNELS) -> float:
     return float(gap.median())
 
 
-def kern_table():
+def kern_table(with_held_out: bool = False):
     """The `kern` rows the table gets, as a DataFrame (KERN_KEY columns, ns, source): the median duration per
     launch key over the fitted launches of the kernels_2026-11-29 recordings, then the vLLM recording's keys
     that these lack."""
@@ -307,14 +312,14 @@ def kern_table():
     parts = []
     if any(p.exists() for p in KERNELS):
         rec = kernel_rows()
-        parts.append(rec[~rec.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()
+        parts.append(rec[with_held_out | ~rec.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()
                      .assign(source="kernels_2026-11-29"))
     if any(p.exists() for p in VLLM_KERNELS):
         v = vllm_kernel_rows()
         # profile.c adds kgap (measured by the microbenchmarks) after every kern row; inside vLLM's graphs
         # back-to-back kernels are closer: store these rows so that row + kgap is their in-situ slot
         shift = vllm_kernel_gap_ns() - kernel_gap_ns()
-        ns = v[~v.held_out].groupby(KERN_KEY).dur_ns.median()
+        ns = v[with_held_out | ~v.held_out].groupby(KERN_KEY).dur_ns.median()
         ns = (ns + shift).where(ns + shift > 0.3 * ns, 0.3 * ns)
         parts.append(ns.rename("ns").reset_index().assign(source="vllm_kernels_2026-11-30"))
     if not parts:
@@ -397,18 +402,22 @@ HOST_COSTS_NS = {"launch_ns": 4980, "graph_launch_ns": 2790, "gemm_ns": 8500, "a
                  "sync_ns": 2400}
 
 
-def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> int:
+def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with_held_out: bool = True) -> int:
+    """Write the table: with every measured row (the shipped profile), or without the held-out ones (the one
+    `timewarp validate` measures the held-out errors with). The FA3 step model (attnstep) and the launch gap
+    are fitted on the fitted rows in both."""
+    which = "every measured row" if with_held_out else "held-out rows excluded"
     lines = [f"# measured profile for the C core (shim_c/core/profile.c); built by predictors/profile_build.py from "
-             f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src}; held-out rows excluded; do not edit",
+             f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src}; {which}; do not edit",
              "gpu\tH200"]
     n = 0
     measured = sorted(rows(src))
     for family, key, ns, held in measured:
-        if held:
+        if held and not with_held_out:
             continue
         lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
         n += 1
-    attn_fit = [(key, ns) for family, key, ns, held in measured if family == "attn" and not held]
+    attn_fit = [(key, ns) for family, key, ns, held in measured if family == "attn" and (with_held_out or not held)]
     if attn_fit:
         lines.append("attnmodel\t" + "\t".join(f"{c:.6g}" for c in fit_attn_model(attn_fit)))
     lines += [f"host\t{k}\t{v}" for k, v in HOST_COSTS_NS.items()]
@@ -422,10 +431,10 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
         lines.append("attnstep\t" + "\t".join(f"{c:.6g}" for c in coef))
         n += 1
     if any(p.exists() for p in KERNELS):
-        for r in krow_table().itertuples():
+        for r in krow_table(with_held_out).itertuples():
             lines.append("\t".join(["krow", str(int(r.outputs)), str(int(r.inputs)), f"{r.ns:.0f}", r.name]))
             n += 1
-    for r in kern_table().itertuples():
+    for r in kern_table(with_held_out).itertuples():
         lines.append("\t".join(["kern", *(str(int(getattr(r, d))) for d in KERN_KEY[1:]), f"{r.ns:.0f}", r.name]))
         n += 1
     out.write_text("\n".join(lines) + "\n")
@@ -434,5 +443,5 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT) -> i
 
 if __name__ == "__main__":
     src = pathlib.Path(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_SRC
-    dst = pathlib.Path(sys.argv[2]) if len(sys.argv) > 2 else DEFAULT_OUT
-    print(f"{build(src, dst)} rows -> {dst}")
+    for dst, every in ((DEFAULT_OUT, True), (FIT_OUT, False)):
+        print(f"{build(src, dst, every)} rows -> {dst}")

@@ -1,5 +1,6 @@
 """The predictor's layers (shim_c/core/profile.c) as a program sees them: a launch whose shape was measured
-on the H200 takes the measured time, one between measurements is interpolated, and another GPU is scaled."""
+on the H200 takes the measured time, one between measurements is interpolated, and another GPU is scaled.
+The shipped profile has every measured row; `timewarp validate` uses the one without the held-out rows."""
 import json
 import pathlib
 
@@ -13,7 +14,7 @@ PROG = """
 import json, sys, torch, torch.nn.functional as F
 out = {}
 w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-for m in (1024, 2048):          # 1024 was measured; 2048 is held out of the profile
+for m in (1024, 1536):          # 1024 was measured; 1536 never was
     x = torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16)
     F.linear(x, w)
     g = torch.cuda.CUDAGraph()
@@ -50,9 +51,16 @@ def test_measured_shape_takes_the_measured_time(h200):
     assert h200["1024"] == pytest.approx(measured_ns(1024) / 1e3, rel=0.01)
 
 
-def test_held_out_shape_lies_between_its_neighbours(h200):
-    lo, hi = measured_ns(1024) / 1e3, measured_ns(4096) / 1e3
-    assert lo < h200["2048"] < hi
+def test_unmeasured_shape_lies_between_its_neighbours(h200):
+    lo, hi = measured_ns(1024) / 1e3, measured_ns(2048) / 1e3
+    assert lo < h200["1536"] < hi
+
+
+def test_validation_profile_leaves_the_held_out_rows_out():
+    fit = PROFILE.with_name("profile_fit.tsv").read_text()
+    assert "\t".join(["gemm", "14", "1", "0", "4096", "4096", "2048"]) in PROFILE.read_text()   # held out
+    assert "\t".join(["gemm", "14", "1", "0", "4096", "4096", "2048"]) not in fit
+    assert "\t".join(["gemm", "14", "1", "0", "4096", "4096", "1024"]) in fit
 
 
 def test_other_gpus_are_scaled_from_the_h200(h200):
