@@ -106,7 +106,7 @@ def test_reductions_and_norms_are_timed_by_their_row_shape(tmp_path):
     assert sums[(512, 1024)] < 20
     # the same grid (2048 blocks, one per row) with 32x the row length: 32 MiB moved instead of 1 MiB, past
     # the latency floor (keyed by grid, both took the same time)
-    assert norms[(2048, 4096)] > 3 * norms[(2048, 128)]
+    assert norms[(2048, 4096)] > 2 * norms[(2048, 128)]
     # a measured shape: the recorder's median plus the back-to-back launch gap
     kgap = float(profile_rows("kgap")[0][1])
     measured = [float(r[3]) for r in profile_rows("krow")
