@@ -5,6 +5,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns>     cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N]
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
+    set   <bytes> <ns>                                              device memsets (cudaMemsetAsync)
     host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns> <ns>  host costs of the real stack per call
     kgap  <ns>                                                      time between back-to-back kernels
     attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
@@ -21,7 +22,7 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
 - GEMM: every (N) at an odd position of the measured list of token counts, and all of the shapes
   (M, K) = (10240, 8192) and (4096, 14336), are held out.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
-- copies: odd powers of two of the byte count are held out. Pinned copies the vLLM recording has (device
+- copies and memsets: odd powers of two of the byte count are held out. Pinned copies the vLLM recording has (device
   times of vLLM's small cudaMemcpyAsync, 4 B to 32 KiB) replace the eager-loop rows over that range, which
   time the host's launch rate rather than the device.
 - kernels without an annotation (kernels_2026-11-29 and -29b, recorded with integrations/record.py): workloads whose
@@ -170,6 +171,24 @@ def _copy_rows(pd, src):
     return c[(c.op != "D2D") | (c["mode"] == "graph")]
 
 
+def _set_rows(pd, src):
+    """cudaMemsetAsync timed inside CUDA graphs (device time per launch), by bytes."""
+    c = pd.read_parquet(src / "memcpy.parquet")
+    return c[(c.op == "memset_cudart") & (c["mode"] == "graph") & c.t_median_us.notna()]
+
+
+def vllm_set_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
+    """("set", (bytes,), device ns, held_out) for the memsets of the vLLM recording (cuBLAS's 4-byte
+    cudaMemsetAsync before its GEMMs), median per size."""
+    parts = [pd.read_parquet(p, columns=["kind", "bytes", "dur_ns"]) for p in paths if p.exists()]
+    if not parts:
+        return []
+    m = pd.concat(parts, ignore_index=True)
+    m = m[(m.kind == "memset") & m.bytes.notna() & (m.bytes > 0)]
+    return [("set", (int(r.bytes),), float(r.dur_ns), is_held_out("copy", r))
+            for r in m.groupby("bytes").dur_ns.median().reset_index().itertuples()]
+
+
 def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
     """("gemm", key, slot ns, held_out) for the GEMMs measured inside the real vLLM run."""
     if not path.exists():
@@ -222,6 +241,12 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
         if (d, pinned) in in_situ_copies and r.bytes <= in_situ_copies[(d, pinned)]:
             continue
         out.append(("copy", (d, pinned, int(r.bytes)), r.t_median_us * 1e3, is_held_out("copy", r)))
+    vset = vllm_set_rows(pd)
+    out += vset
+    in_situ_sets = {key for _, key, _, _ in vset}
+    for r in _set_rows(pd, src).itertuples():
+        if (int(r.bytes),) not in in_situ_sets:
+            out.append(("set", (int(r.bytes),), r.t_median_us * 1e3, is_held_out("copy", r)))
     return out
 
 

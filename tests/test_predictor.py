@@ -113,3 +113,23 @@ def test_reductions_and_norms_are_timed_by_their_row_shape(tmp_path):
                 if r[1:3] == ["64", "4096"] and "vectorized_layer_norm_kernel<c10::BFloat16" in r[4]]
     assert measured, "the profile has no krow row for a bf16 rms_norm over 64 rows of 4096"
     assert norms[(64, 4096)] == pytest.approx((measured[0] + kgap) / 1e3, rel=0.01)
+
+
+def test_memsets_take_their_measured_device_time(tmp_path):
+    code = """
+    import ctypes, torch
+    rt = ctypes.CDLL("libcudart.so.13")
+    x = torch.empty(1 << 26, dtype=torch.uint8, device="cuda")
+    for n in (1 << 20, 1 << 26):
+        assert rt.cudaMemsetAsync(ctypes.c_void_p(x.data_ptr()), 0, ctypes.c_size_t(n), None) == 0
+    torch.cuda.synchronize()
+    print("{}")
+    """
+    trace = tmp_path / "t.json"
+    run = run_emulated(code, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    sets = {e["args"]["bytes"]: e for e in json.loads(trace.read_text())["traceEvents"] if e["name"] == "Memset"}
+    measured = {int(r[1]): float(r[2]) for r in profile_rows("set")}
+    for n in (1 << 20, 1 << 26):
+        assert sets[n]["args"]["layer"] == "exact"
+        assert sets[n]["dur"] == pytest.approx(measured[n] / 1e3, rel=0.01)

@@ -30,6 +30,7 @@ extern const int tw_catalog_count;
 typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; } gemm_row;
 typedef struct { int causal; double heads, kv_heads, d, batch, q, kv, ns; } attn_row;
 typedef struct { int dir, pinned; double bytes, ns; } copy_row;
+#define SET_DIR 4             /* copy_row.dir of the memset rows (`set`): device memsets by bytes */
 typedef struct { uint32_t g[3], b[3]; double ns; char *name; } kern_row;
 typedef struct { double outputs, inputs, ns; char *name; } krow_row;
 
@@ -108,6 +109,10 @@ static void load(void) {
             copy_row r;
             if (sscanf(line, "%*s %d %d %lf %lf", &r.dir, &r.pinned, &r.bytes, &r.ns) == 4) PUSH(copies, ncopy, r);
             else bad++;
+        } else if (!strcmp(fam, "set")) {
+            copy_row r = {.dir = SET_DIR, .pinned = 1};
+            if (sscanf(line, "%*s %lf %lf", &r.bytes, &r.ns) == 2) PUSH(copies, ncopy, r);
+            else bad++;
         } else if (!strcmp(fam, "host")) {
             char what[32];
             double ns;
@@ -174,7 +179,7 @@ static uint64_t mix(uint64_t h, uint64_t v) { h ^= v + 0x9e3779b97f4a7c15ull + (
 static uint64_t op_key(const tw_op *op) {
     uint64_t h = 1469598103934665603ull ^ (uint64_t)op->kind;
     const tw_annotation *a = &op->ann;
-    if (op->kind == TW_OP_MEMCPY) return mix(mix(mix(h, op->dir), op->pinned), op->bytes);
+    if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) return mix(mix(mix(h, op->dir), op->pinned), op->bytes);
     h = mix(h, a->kind);
     if (a->kind == TW_ANN_NONE) {
         h = mix(h, op->kernel ? op->kernel->id : 0);
@@ -360,14 +365,17 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return tw_roofline_s(spec, op) / eff;
 }
 
+/* Copies by direction, pinning and bytes; device memsets (set rows) by bytes. */
 static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
-    if (op->dir == TW_COPY_H2H) return 0;
-    int pinned = op->dir == TW_COPY_D2D ? 1 : (op->pinned != 0);
+    int memset = op->kind == TW_OP_MEMSET;
+    if (!memset && op->dir == TW_COPY_H2H) return 0;
+    int dir = memset ? SET_DIR : (int)op->dir;
+    int pinned = memset || op->dir == TW_COPY_D2D ? 1 : (op->pinned != 0);
     double x = op->bytes > 0 ? (double)op->bytes : 1;
     const copy_row *lo = NULL, *hi = NULL, *lo2 = NULL, *hi2 = NULL;
     for (size_t i = 0; i < ncopy; i++) {
         const copy_row *r = &copies[i];
-        if (r->dir != (int)op->dir || r->pinned != pinned) continue;
+        if (r->dir != dir || r->pinned != pinned) continue;
         if (r->bytes == x) { *layer = TW_LAYER_EXACT; return transfer(spec, op, r->ns * 1e-9); }
         if (r->bytes < x && (!lo || r->bytes > lo->bytes)) { lo2 = lo; lo = r; }
         else if (r->bytes < x && (!lo2 || r->bytes > lo2->bytes)) lo2 = r;
@@ -382,10 +390,6 @@ static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return 0;
 }
 
-/* A kernel without an annotation, by its demangled name: the same launch shape measured (exact), or the
- * measured launches of the same kernel and block shape interpolated over the number of blocks (log-log;
- * proportional beyond the largest, as bandwidth-bound kernels are). A measured time is the kernel's own
- * execution; kgap, the time a back-to-back launch adds, is added to it. */
 /* A row kernel's time at `outputs` on one measured line (rows of one `inputs`, [i, j) sorted by outputs):
  * log-log interpolation, proportional above the largest, the smallest's time below it (latency-bound). */
 static double krow_along(size_t i, size_t j, double outputs, int *exact) {
@@ -452,6 +456,10 @@ static double krow_predict(const char *name, const tw_op *op, int *layer) {
     return ns;
 }
 
+/* A kernel without an annotation, by its demangled name: the same launch shape measured (exact), or the
+ * measured launches of the same kernel and block shape interpolated over the number of blocks (log-log;
+ * proportional beyond the largest, as bandwidth-bound kernels are). A measured time is the kernel's own
+ * execution; kgap, the time a back-to-back launch adds, is added to it. */
 static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const char *name = op->kernel->pretty ? op->kernel->pretty : op->kernel->name;
     if (op->rows[0] > 0 && nkrow) {
@@ -498,7 +506,7 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     if (!layer) layer = &dummy;
     int gemm = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM && ngemm;
     int attn = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_ATTENTION && nattn;
-    int copy = op->kind == TW_OP_MEMCPY && ncopy;
+    int copy = (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) && ncopy;
     int kern = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE && op->kernel && (nkern || nkrow);
     if (!gemm && !attn && !copy && !kern) return 0;
     uint64_t key = op_key(op);
