@@ -5,7 +5,7 @@
     timewarp vllm-bench [--gpu H200] [--model DIR] [--input-len N] [--output-len N] [--num-prompts N] [--concurrency N]
     timewarp gpus
     timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
-    timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE]
+    timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE] [--no-programs]
     timewarp record [--out DIR] -- script.py ARGS ...      (on a real GPU)
 """
 from __future__ import annotations
@@ -218,9 +218,13 @@ def record(ctx, args) -> None:
 @click.option("--sections", default=None, help="Benchmark sections (default: gemm_main,elementwise,memcpy,sdpa).")
 @click.option("--keep", type=click.Path(file_okay=False), default=None, help="Keep the emulated tables in DIR.")
 @click.option("--errors", type=click.Path(dir_okay=False), default=None, help="Write every row's error to a CSV.")
+@click.option("--programs/--no-programs", default=True, show_default=True,
+              help="Also run the whole programs (a transformers Llama-3-8B-shaped model, GEMM and graph loops, "
+                   "torch.compile, the demo; about 3 minutes) and print their figures against the real GPU's.")
 @click.pass_context
-def validate(ctx, gpu, sections, keep, errors) -> None:
-    """Run the calibration microbenchmarks under emulation and print their error against the real GPU."""
+def validate(ctx, gpu, sections, keep, errors, programs) -> None:
+    """Run the calibration microbenchmarks and whole programs under emulation and print their error against the
+    real GPU."""
     from timewarp.predictors import validate as v
 
     try:
@@ -233,6 +237,18 @@ def validate(ctx, gpu, sections, keep, errors) -> None:
         ctx.exit(1)
     click.echo(f"emulated vs real {gpu} ({v.real_data(gpu).name}); error = (emulated - real) / real")
     click.echo(v.format_summary(summary))
+    if programs:
+        from timewarp.predictors import compare_programs as cp
+
+        if gpu not in cp.REAL_PROGRAMS:
+            click.echo(f"timewarp: no whole-program measurements stored for {gpu}", err=True)
+            ctx.exit(1)
+        click.echo(f"\nwhole programs, emulated vs real {gpu} ({cp.REAL_PROGRAMS[gpu].name}):")
+        try:
+            click.echo(cp.format_table(cp.compare(real_dir=cp.REAL_PROGRAMS[gpu])))
+        except RuntimeError as e:
+            click.echo(f"timewarp: {e}", err=True)
+            ctx.exit(1)
 
 
 def main(argv: list[str] | None = None) -> None:

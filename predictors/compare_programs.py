@@ -2,8 +2,9 @@
 record under `timewarp run` and print the figures side by side.
 
     python -m timewarp.predictors.compare_programs [--progs DIR] [--real DIR] [--repeat N]
+    timewarp validate            (runs this after the microbenchmarks)
 
-DIR defaults to the checkout's tests/progs (the programs are unmodified PyTorch and transformers scripts).
+The programs (predictors/programs: unmodified PyTorch and transformers scripts) ship with the package.
 The real figures are predictors/data/h200/programs_2026-11-30 (predictors/calibration/h200_programs_session.sh:
 real_hf_llama8b.json, programs.jsonl, demo.txt). Each program runs --repeat times (default 1); the table
 shows the median and the range, because host-bound figures move with this machine's load
@@ -21,6 +22,8 @@ import sys
 
 HERE = pathlib.Path(__file__).resolve().parent
 REAL = HERE / "data" / "h200" / "programs_2026-11-30"
+PROGRAMS = HERE / "programs"
+REAL_PROGRAMS = {"H200": REAL}
 
 # (program and arguments, figure key in its JSON, label, what bounds it on the real machine)
 FIGURES = [
@@ -72,25 +75,34 @@ def run_emulated(prog: str, progs: pathlib.Path) -> dict:
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--progs", type=pathlib.Path, default=HERE.parent / "tests" / "progs",
-                    help="folder of the test programs (default: the checkout's tests/progs)")
+    ap.add_argument("--progs", type=pathlib.Path, default=PROGRAMS, help="folder of the programs (default: %(default)s)")
     ap.add_argument("--real", type=pathlib.Path, default=REAL)
     ap.add_argument("--repeat", type=int, default=1)
     a = ap.parse_args(argv)
     if not (a.progs / "hf_llama8b.py").exists():
-        ap.error(f"{a.progs} holds no hf_llama8b.py: pass --progs PATH/TO/tests/progs")
-    real = real_figures(a.real)
+        ap.error(f"{a.progs} holds no hf_llama8b.py")
+    print(format_table(compare(a.progs, a.real, a.repeat)))
+    return 0
+
+
+def compare(progs: pathlib.Path = None, real_dir: pathlib.Path = REAL, repeat: int = 1) -> list[tuple]:
+    """(label, real, emulated values, bound) per figure."""
+    progs = progs or PROGRAMS
+    real = real_figures(real_dir)
     emu: dict = {}
     for prog in dict.fromkeys(p for p, *_ in FIGURES):
-        emu[prog] = [run_emulated(prog, a.progs) for _ in range(a.repeat)]
-    print(f"{'program, figure':52s} {'real':>9s} {'emulated (range)':>26s} {'error':>8s}  bound by")
-    for prog, key, label, bound in FIGURES:
-        r = float(real[prog][key])
-        vals = [float(e[key]) for e in emu[prog]]
+        emu[prog] = [run_emulated(prog, progs) for _ in range(repeat)]
+    return [(label, float(real[prog][key]), [float(e[key]) for e in emu[prog]], bound)
+            for prog, key, label, bound in FIGURES]
+
+
+def format_table(rows: list[tuple]) -> str:
+    lines = [f"{'program, figure':52s} {'real':>9s} {'emulated (range)':>26s} {'error':>8s}  bound by"]
+    for label, r, vals, bound in rows:
         m = statistics.median(vals)
         rng = f"{m:.3f} ({min(vals):.3f}..{max(vals):.3f})" if len(vals) > 1 else f"{m:.3f}"
-        print(f"{label:52s} {r:9.3f} {rng:>26s} {(m - r) / r * 100:+7.1f}%  {bound}")
-    return 0
+        lines.append(f"{label:52s} {r:9.3f} {rng:>26s} {(m - r) / r * 100:+7.1f}%  {bound}")
+    return "\n".join(lines)
 
 
 if __name__ == "__main__":
