@@ -63,3 +63,9 @@ def test_a_killed_process_still_appears_in_the_report(tmp_path):
     assert killed and killed[0]["devices"][0]["kernels"] > 0
     assert "killed: last snapshot" in p.stderr
     assert not list(tmp_path.glob("report.jsonl.*.live"))
+
+
+def test_validate_names_the_gpus_it_has_measurements_for():
+    p = subprocess.run(timewarp_cmd("validate", "--gpu", "A100"), capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "no real measurements stored for A100" in p.stderr and "H200" in p.stderr
