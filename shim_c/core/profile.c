@@ -79,6 +79,12 @@ static int krow_cmp(const void *a, const void *b) {
     return x->outputs < y->outputs ? -1 : x->outputs > y->outputs;
 }
 
+/* The kernel name that ends a kern/krow line (demangled names contain spaces), as a new string. */
+static char *rest_of_line(char *s) {
+    s[strcspn(s, "\n")] = 0;
+    return *s ? strdup(s) : NULL;
+}
+
 static void load(void) {
     const char *path = getenv("TIMEWARP_PROFILE");
     if (!path || !*path) return;
@@ -138,22 +144,16 @@ static void load(void) {
             kern_row r;
             int off = 0;
             if (sscanf(line, "%*s %u %u %u %u %u %u %lf %n", &r.g[0], &r.g[1], &r.g[2], &r.b[0], &r.b[1], &r.b[2], &r.ns, &off) == 7 &&
-                off > 0) {
-                char *nm = line + off;
-                nm[strcspn(nm, "\n")] = 0;
-                r.name = strdup(nm);
-                if (r.name) PUSH(kerns, nkern, r);
-            } else bad++;
+                off > 0 && (r.name = rest_of_line(line + off)))
+                PUSH(kerns, nkern, r);
+            else bad++;
         } else if (!strcmp(fam, "krow")) {
             krow_row r;
             int off = 0;
             if (sscanf(line, "%*s %lf %lf %lf %n", &r.outputs, &r.inputs, &r.ns, &off) == 3 && off > 0 && r.outputs > 0 &&
-                r.inputs > 0) {
-                char *nm = line + off;
-                nm[strcspn(nm, "\n")] = 0;
-                r.name = strdup(nm);
-                if (r.name) PUSH(krows, nkrow, r);
-            } else bad++;
+                r.inputs > 0 && (r.name = rest_of_line(line + off)))
+                PUSH(krows, nkrow, r);
+            else bad++;
         } else bad++;
     }
     free(line);
@@ -390,15 +390,13 @@ static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return 0;
 }
 
-/* A row kernel's time at `outputs` on one measured line (rows of one `inputs`, [i, j) sorted by outputs):
- * log-log interpolation, proportional above the largest, the smallest's time below it (latency-bound). */
+/* A row kernel's time at `outputs` on one measured line (rows of one `inputs`, [i, j) sorted by outputs,
+ * spanning `outputs`): the row itself, or log-log interpolation between its neighbours. */
 static double krow_along(size_t i, size_t j, double outputs, int *exact) {
     size_t k = i;
-    while (k < j && krows[k].outputs < outputs) k++;
-    if (k < j && krows[k].outputs == outputs) { *exact = 1; return krows[k].ns; }
-    *exact = 0;
-    if (k == i) return krows[i].ns;
-    if (k == j) return krows[j - 1].ns * outputs / krows[j - 1].outputs;
+    while (k < j - 1 && krows[k].outputs < outputs) k++;
+    *exact = krows[k].outputs == outputs;
+    if (*exact || k == i) return krows[k].ns;
     return lerp_log(krows[k - 1].outputs, krows[k - 1].ns, krows[k].outputs, krows[k].ns, outputs);
 }
 
