@@ -177,13 +177,18 @@ def _set_rows(pd, src):
     return c[(c.op == "memset_cudart") & (c["mode"] == "graph") & c.t_median_us.notna()]
 
 
+def _recorded(pd, paths: list[pathlib.Path], columns: list[str]):
+    """The recordings' activities (those of paths that exist), these columns; None if there are none."""
+    parts = [pd.read_parquet(p, columns=columns) for p in paths if p.exists()]
+    return pd.concat(parts, ignore_index=True) if parts else None
+
+
 def vllm_set_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
     """("set", (bytes,), device ns, held_out) for the memsets of the vLLM recording (cuBLAS's 4-byte
     cudaMemsetAsync before its GEMMs), median per size."""
-    parts = [pd.read_parquet(p, columns=["kind", "bytes", "dur_ns"]) for p in paths if p.exists()]
-    if not parts:
+    m = _recorded(pd, paths, ["kind", "bytes", "dur_ns"])
+    if m is None:
         return []
-    m = pd.concat(parts, ignore_index=True)
     m = m[(m.kind == "memset") & m.bytes.notna() & (m.bytes > 0)]
     return [("set", (int(r.bytes),), float(r.dur_ns), is_held_out("copy", r))
             for r in m.groupby("bytes").dur_ns.median().reset_index().itertuples()]
@@ -203,10 +208,9 @@ def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
 def vllm_copy_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
     """("copy", (dir, pinned, bytes), device ns, held_out) for the copies of the vLLM recording (CUPTI's
     device time of vLLM's small cudaMemcpyAsync to and from pinned memory), median per size."""
-    parts = [pd.read_parquet(p, columns=["kind", "bytes", "copy_kind", "pinned", "dur_ns"]) for p in paths if p.exists()]
-    if not parts:
+    m = _recorded(pd, paths, ["kind", "bytes", "copy_kind", "pinned", "dur_ns"])
+    if m is None:
         return []
-    m = pd.concat(parts, ignore_index=True)
     m = m[(m.kind == "memcpy") & m.copy_kind.isin(["HtoD", "DtoH"]) & m.bytes.notna() & (m.bytes > 0)]
     m = m.assign(dir=m.copy_kind.map({"HtoD": 1, "DtoH": 2}), pinned=m.pinned.fillna(False).astype(int))
     g = m.groupby(["dir", "pinned", "bytes"]).dur_ns.median().reset_index()

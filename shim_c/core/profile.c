@@ -31,8 +31,9 @@ typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; } gemm_row;
 typedef struct { int causal; double heads, kv_heads, d, batch, q, kv, ns; } attn_row;
 typedef struct { int dir, pinned; double bytes, ns; } copy_row;
 #define SET_DIR 4             /* copy_row.dir of the memset rows (`set`): device memsets by bytes */
-typedef struct { uint32_t g[3], b[3]; double ns; char *name; } kern_row;
-typedef struct { double outputs, inputs, ns; char *name; } krow_row;
+/* name first: first_named() finds a name's rows in either table */
+typedef struct { char *name; uint32_t g[3], b[3]; double ns; } kern_row;
+typedef struct { char *name; double outputs, inputs, ns; } krow_row;
 
 static gemm_row *gemms; static size_t ngemm;
 static attn_row *attns; static size_t nattn;
@@ -390,6 +391,16 @@ static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return 0;
 }
 
+/* The index of the first of n rows (sorted by name; each struct begins with its char *name) named name. */
+static size_t first_named(const void *rows, size_t n, size_t stride, const char *name) {
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(*(char *const *)((const char *)rows + mid * stride), name) < 0) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
 /* A row kernel's time at `outputs` on one measured line (rows of one `inputs`, [i, j) sorted by outputs,
  * spanning `outputs`): the row itself, or log-log interpolation between its neighbours. */
 static double krow_along(size_t i, size_t j, double outputs, int *exact) {
@@ -408,11 +419,7 @@ static double krow_along(size_t i, size_t j, double outputs, int *exact) {
  * line spans the outputs, the row nearest in (log outputs, log inputs) is scaled by the work when the launch
  * has more. 0 if the kernel has no krow rows. */
 static double krow_predict(const char *name, const tw_op *op, int *layer) {
-    size_t lo = 0, hi = nkrow;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (strcmp(krows[mid].name, name) < 0) lo = mid + 1; else hi = mid;
-    }
+    size_t lo = first_named(krows, nkrow, sizeof *krows, name);
     size_t end = lo;
     while (end < nkrow && !strcmp(krows[end].name, name)) end++;
     if (lo == end) return 0;
@@ -427,19 +434,16 @@ static double krow_predict(const char *name, const tw_op *op, int *layer) {
         }
         i = j;
     }
-    int exact = 0;
+    int exact = 0, e;   /* exact: the launch's shape itself was measured */
     double ns;
     if (b0 != SIZE_MAX && a0 != SIZE_MAX) {
-        int e0, e1;
-        double t0 = krow_along(b0, b1, O, &e0), t1 = krow_along(a0, a1, O, &e1);
+        double t0 = krow_along(b0, b1, O, &exact), t1 = krow_along(a0, a1, O, &e);
         ns = b0 == a0 ? t0 : lerp_log(krows[b0].inputs, t0, krows[a0].inputs, t1, I);
-        exact = b0 == a0 && e0;
+        exact = exact && b0 == a0;
     } else if (b0 != SIZE_MAX) {
-        ns = krow_along(b0, b1, O, &exact) * I / krows[b0].inputs;
-        exact = 0;
+        ns = krow_along(b0, b1, O, &e) * I / krows[b0].inputs;
     } else if (a0 != SIZE_MAX) {
-        ns = krow_along(a0, a1, O, &exact);
-        exact = 0;
+        ns = krow_along(a0, a1, O, &e);
     } else {
         const krow_row *best = NULL;
         double bd = 1e300;
@@ -464,11 +468,7 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         double ns = krow_predict(name, op, layer);
         if (ns > 0) return transfer(spec, op, (ns + kgap_ns) * 1e-9);
     }
-    size_t lo = 0, hi = nkern;
-    while (lo < hi) {   /* first row of this name */
-        size_t mid = (lo + hi) / 2;
-        if (strcmp(kerns[mid].name, name) < 0) lo = mid + 1; else hi = mid;
-    }
+    size_t lo = first_named(kerns, nkern, sizeof *kerns, name);
     double blocks = (double)op->grid[0] * op->grid[1] * op->grid[2];
     const kern_row *below = NULL, *above = NULL;
     for (size_t i = lo; i < nkern && !strcmp(kerns[i].name, name); i++) {
