@@ -9,6 +9,13 @@ then, for an operation whose outputs are small and backed:
   the device memory and writes the result into the outputs: the values read back are exact;
 - otherwise (an input lives in large, address-only memory: weights, activations, logits) fills the outputs
   with zeros, so what is read back is deterministic rather than stale.
+Results of the second kind are unknown: the real values depend on data the emulator never has. The mode
+remembers which storages hold unknown bytes, and an operation with an unknown input gives an unknown
+result: computed on the bytes at hand when it is at most UNKNOWN_COMPUTE_BYTES (the stopping test of
+generate() negates and combines such flags, and must see what the same code computes on them), zero-filled
+when larger (except concatenations, below; a decode step's activations, derived from zeroed GEMM outputs: computing them on the CPU cost
+about ten times the step's own host work, and what of it the pausing could not exclude, caches and the
+other vCPU, made a 4-layer decode step 2-3x slower on the virtual clock).
 Views, random number generators and cross-device copies are left alone (copies move real bytes through the
 shim already). The CPU work is not charged to the virtual clock (tw_charge_pause/resume). Under
 torch.compile'd code and CUDA graph replays no aten operation is dispatched, so nothing is shadowed there.
@@ -23,11 +30,15 @@ import os
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
-from torch.utils._pytree import tree_flatten, tree_map
+from torch.utils._pytree import tree_map
 
 log = logging.getLogger(__name__)
 
 MAX_BYTES = int(os.environ.get("TIMEWARP_SHADOW_MAX_BYTES", str(1 << 20)))
+UNKNOWN_COMPUTE_BYTES = int(os.environ.get("TIMEWARP_SHADOW_UNKNOWN_BYTES", "1024"))
+# a concatenation keeps its known parts (generate() appends each step's unknown token to the known prompt,
+# and returns the prompt as given): computed up to this size even when an input is unknown
+UNKNOWN_CAT_BYTES = 64 << 10
 
 
 class _Alloc(ctypes.Structure):  # tw_alloc in shim_c/include/tw/core.h
@@ -76,6 +87,19 @@ def _alias(t: torch.Tensor) -> torch.Tensor:
     return raw.view(t.dtype).as_strided(t.shape, t.stride(), t.storage_offset())
 
 
+def _tensors(x):
+    """The tensors in an operation's arguments or results (tuples, lists, dicts of them): what tree_flatten
+    finds there, at a fraction of its cost."""
+    if isinstance(x, torch.Tensor):
+        yield x
+    elif isinstance(x, (tuple, list)):
+        for y in x:
+            yield from _tensors(y)
+    elif isinstance(x, dict):
+        for y in x.values():
+            yield from _tensors(y)
+
+
 def _is_dev(x) -> bool:
     return isinstance(x, torch.Tensor) and x.device.type == "cuda"
 
@@ -95,8 +119,17 @@ class ShadowMode(TorchDispatchMode):
     def __init__(self):
         super().__init__()
         self._skip: dict = {}
+        self._writes: dict = {}
         self.shadowed = self.zeroed = self.failed = 0
+        self._unknown: set[int] = set()  # data_ptr of storages whose bytes are not what the real run has
         self.entry_ns = 0
+
+    def _inplace(self, func) -> bool:
+        s = self._writes.get(func)
+        if s is None:
+            s = self._writes[func] = any(r.alias_info is not None and r.alias_info.is_write
+                                         for r in func._schema.returns)
+        return s
 
     def _skipped(self, func) -> bool:
         s = self._skip.get(func)
@@ -137,20 +170,34 @@ class ShadowMode(TorchDispatchMode):
     def _shadow(self, func, args, kwargs, out) -> None:
         if type(out) is torch.Tensor and out.numel() * out.element_size() > MAX_BYTES:
             return  # the common large case, decided without flattening
-        outs = [t for t in tree_flatten(out)[0] if isinstance(t, torch.Tensor)]
+        outs = list(_tensors(out))
         targets = [t for t in outs if _is_dev(t)]
         if not targets or not all(_plain(t) and _backed(t) for t in targets):
             return
         if torch.cuda.is_current_stream_capturing():
             return  # a captured operation runs at replay, which dispatches nothing
-        ins = [x for x in tree_flatten((args, kwargs))[0] if isinstance(x, torch.Tensor)]
+        ins = list(_tensors(args))
+        if kwargs:
+            ins += _tensors(kwargs)
         if func is _aten.copy_.default and ins[0].device != ins[1].device:
             return  # a host<->device copy: the shim moved the bytes
         if func is _aten._to_copy.default and any(not _is_dev(x) for x in ins):
             return
-        known = all(not _is_dev(x) or (_plain(x) and _backed(x)) for x in ins)
-        inplace = any(r.alias_info is not None and r.alias_info.is_write for r in func._schema.returns)
-        if known:
+        unknown = self._unknown
+        dev_ins = [x for x in ins if _is_dev(x)]
+        inplace = self._inplace(func)
+        derived = any(x.untyped_storage().data_ptr() in unknown for x in dev_ins)
+        size = sum(t.untyped_storage().nbytes() for t in targets)
+        small = size <= (UNKNOWN_CAT_BYTES if func is _aten.cat.default else UNKNOWN_COMPUTE_BYTES)
+        # the inputs' own lookups are skipped when the result is unknown and large anyway
+        backed = (derived and not small) or all(_plain(x) and _backed(x) for x in dev_ins)
+        derived = derived or not backed
+        for t in targets:  # an in-place write of known values into part of an unknown storage leaves it unknown
+            if derived:
+                unknown.add(t.untyped_storage().data_ptr())
+            elif not inplace:
+                unknown.discard(t.untyped_storage().data_ptr())
+        if backed and (not derived or small):
             def to_host(x):
                 if _is_dev(x):
                     return _alias(x)
@@ -162,13 +209,14 @@ class ShadowMode(TorchDispatchMode):
                 ckwargs["device"] = torch.device("cpu")
             res = func(*cargs, **ckwargs)
             if not inplace:  # in-place and out= variants wrote through the aliases already
-                for t, r in zip(outs, [x for x in tree_flatten(res)[0] if isinstance(x, torch.Tensor)]):
+                for t, r in zip(outs, _tensors(res)):
                     if _is_dev(t):
                         _alias(t).copy_(r)
             self.shadowed += 1
-        elif not inplace:
+        elif not inplace:  # fresh outputs: their whole storage
             for t in targets:
-                _alias(t).zero_()
+                st = t.untyped_storage()
+                ctypes.memset(st.data_ptr(), 0, st.nbytes())
             self.zeroed += 1
 
 

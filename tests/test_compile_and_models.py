@@ -58,3 +58,27 @@ def test_generate_without_the_shadow_reads_stale_values():
     assert on == {"any_unfinished": True, "sum": 45}
     off = run_emulated(code, env={"TIMEWARP_SHADOW": "0"}).result
     assert off["sum"] != 45
+
+
+def test_shadow_knows_which_values_it_cannot_know():
+    """Values derived from address-only memory (a weight) are unknown: large ones read back as zeros instead
+    of being computed on the CPU (what made batch-1 decode steps 1.3-2x slow on the virtual clock), small ones
+    are computed on the bytes at hand (so generate()'s stopping test behaves), and a concatenation keeps
+    its known part (the prompt)."""
+    code = """
+    import json, torch
+    w = torch.empty(4096, 4096, device="cuda")                # 64 MiB: address-only
+    prompt = torch.arange(5, device="cuda").view(1, 5)         # known: computed exactly
+    h = torch.ones(1, 4096, device="cuda") @ w                 # unknown (16 KiB): zeroed
+    h2 = h + 1                                                  # unknown, 16 KiB: zero-filled, not computed
+    nxt = h.argmax(-1, keepdim=True)                           # unknown, 8 bytes: computed on the zeros
+    done = nxt.squeeze(-1) == 7
+    unfinished = torch.ones(1, dtype=torch.bool, device="cuda") & ~done
+    ids = torch.cat([prompt, nxt], dim=-1)
+    known = torch.arange(4096, device="cuda", dtype=torch.float32) + 1
+    print(json.dumps({"h2": h2.sum().item(), "nxt": nxt.item(), "unfinished": bool(unfinished.item()),
+                      "ids": ids.tolist(), "known": known.sum().item()}))
+    """
+    r = run_emulated(code).result
+    assert r == {"h2": 0.0, "nxt": 0, "unfinished": True, "ids": [[0, 1, 2, 3, 4, 0]],
+                 "known": 4096 * 4097 / 2}, r
