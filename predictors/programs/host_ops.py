@@ -74,7 +74,10 @@ with torch.no_grad():
     res["llama4_prefill_512"] = host_us(lambda: model(ids), calls=1, bursts=BURSTS + 2)
     for b in (1, 8):
         prompt = torch.randint(0, 128000, (b, 128), device="cuda")
-        cache = DynamicCache(config=cfg)
+        try:
+            cache = DynamicCache(config=cfg)
+        except TypeError:  # transformers before 5.x
+            cache = DynamicCache()
         model(prompt, past_key_values=cache, use_cache=True)
         nxt = prompt[:, -1:]
         # one decode step after another: the cache grows by one token per call (128 -> about 150)
