@@ -11,11 +11,12 @@ then, for an operation whose outputs are small and backed:
   with zeros, so what is read back is deterministic rather than stale.
 Results of the second kind are unknown: the real values depend on data the emulator never has. The mode
 remembers which storages hold unknown bytes, and an operation with an unknown input gives an unknown
-result: computed on the bytes at hand when it is at most UNKNOWN_COMPUTE_BYTES (the stopping test of
-generate() negates and combines such flags, and must see what the same code computes on them), zero-filled
-when larger (except concatenations, below; a decode step's activations, derived from zeroed GEMM outputs: computing them on the CPU cost
-about ten times the step's own host work, and what of it the pausing could not exclude, caches and the
-other vCPU, made a 4-layer decode step 2-3x slower on the virtual clock).
+result. Integer and boolean ones up to UNKNOWN_COMPUTE_BYTES (token ids, flags, counts: generate() appends
+each step's token to the known prompt and negates and combines stopping flags, and must see what the same
+code computes on them) are computed on the bytes at hand; floating-point ones (activations, norms, scores,
+derived from zeroed GEMM outputs) are zero-filled. Computing those on the CPU cost about ten times a
+decode step's own host work, and what of it the pausing could not exclude (caches, the other vCPU) made a
+4-layer batch-1 decode step 2-3x slower on the virtual clock.
 Views, random number generators and cross-device copies are left alone (copies move real bytes through the
 shim already). The CPU work is not charged to the virtual clock (tw_charge_pause/resume). Under
 torch.compile'd code and CUDA graph replays no aten operation is dispatched, so nothing is shadowed there.
@@ -35,10 +36,7 @@ from torch.utils._pytree import tree_map
 log = logging.getLogger(__name__)
 
 MAX_BYTES = int(os.environ.get("TIMEWARP_SHADOW_MAX_BYTES", str(1 << 20)))
-UNKNOWN_COMPUTE_BYTES = int(os.environ.get("TIMEWARP_SHADOW_UNKNOWN_BYTES", "1024"))
-# a concatenation keeps its known parts (generate() appends each step's unknown token to the known prompt,
-# and returns the prompt as given): computed up to this size even when an input is unknown
-UNKNOWN_CAT_BYTES = 64 << 10
+UNKNOWN_COMPUTE_BYTES = int(os.environ.get("TIMEWARP_SHADOW_UNKNOWN_BYTES", str(64 << 10)))
 
 
 class _Alloc(ctypes.Structure):  # tw_alloc in shim_c/include/tw/core.h
@@ -187,8 +185,8 @@ class ShadowMode(TorchDispatchMode):
         dev_ins = [x for x in ins if _is_dev(x)]
         inplace = self._inplace(func)
         derived = any(x.untyped_storage().data_ptr() in unknown for x in dev_ins)
-        size = sum(t.untyped_storage().nbytes() for t in targets)
-        small = size <= (UNKNOWN_CAT_BYTES if func is _aten.cat.default else UNKNOWN_COMPUTE_BYTES)
+        small = (all(not t.dtype.is_floating_point and not t.dtype.is_complex for t in targets)
+                 and sum(t.untyped_storage().nbytes() for t in targets) <= UNKNOWN_COMPUTE_BYTES)
         # the inputs' own lookups are skipped when the result is unknown and large anyway
         backed = (derived and not small) or all(_plain(x) and _backed(x) for x in dev_ins)
         derived = derived or not backed
@@ -223,13 +221,18 @@ class ShadowMode(TorchDispatchMode):
 _mode: ShadowMode | None = None
 
 
-def calibrate(mode: ShadowMode, n: int = 200) -> int:
+def calibrate(mode: ShadowMode, n: int = 200, rounds: int = 7) -> int:
     """The virtual time the mode still charges per operation after pausing (the dispatcher's calls into and
-    out of Python), in ns of this host's CPU time: the difference of device operations' charged time with
-    and without the mode, on the virtual clock itself (perf_counter), smallest of five."""
+    out of Python, the Python call of the operation), in ns: the difference of operations' charged time with
+    and without the mode, on the virtual clock itself (perf_counter), median over rounds.
+
+    Measured in every process when the mode is installed, on CPU tensors (no kernel reaches the device or
+    its trace): the amount moves with this machine's speed, which changes by up to 2x within the hour, and
+    a stale value forgave more than the mode costs, removing the operations' own host work from the clock
+    (a 512x4096 add was charged the launch cost alone). Costs 20-40 ms of host time at `import torch`."""
     import time
 
-    x = torch.empty(1 << 20, device="cuda")  # large: the shadow's quick path, as for most real operations
+    x = torch.ones(1)
     def run():
         t0 = time.perf_counter()
         for _ in range(n):
@@ -239,55 +242,46 @@ def calibrate(mode: ShadowMode, n: int = 200) -> int:
         return time.perf_counter() - t0
     diffs = []
     run()  # warm
-    for _ in range(5):
+    for _ in range(rounds):
         base = run()
         with mode:
             with_mode = run()
         diffs.append((with_mode - base) / (3 * n))
-    best = min(diffs)  # a loaded machine only inflates CPU time: the smallest difference is the least disturbed
-    return max(0, int(best * 1e9))
+    diffs.sort()
+    return max(0, int(diffs[len(diffs) // 2] * 1e9))
 
 
 def _forgiveness(mode: ShadowMode) -> int:
-    """TIMEWARP_SHADOW_FORGIVE_NS if set, else the calibration of this machine and stack, measured once and
-    kept in ~/.cache/timewarp (calibrating launches a few thousand small kernels, which would otherwise
-    appear in every run's timeline)."""
+    """TIMEWARP_SHADOW_FORGIVE_NS if set, else calibrate() now."""
     if os.environ.get("TIMEWARP_SHADOW_FORGIVE_NS"):
         return int(os.environ["TIMEWARP_SHADOW_FORGIVE_NS"])
-    import json
-    import platform
-    import sys
+    return calibrate(mode)
 
-    # clock2: readings stopped charging their own cost (shim_c/core/vclock.c), which changed what pausing
-    # leaves charged; values measured before are stale
-    key = f"clock2|{platform.node()}|{platform.processor()}|{sys.version.split()[0]}|{torch.__version__}|" \
-          f"{os.environ.get('TIMEWARP_HOST_SPEED', '1')}"
-    path = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "timewarp",
-                        "shadow_forgive.json")
-    try:
-        with open(path) as f:
-            cached = json.load(f)
-    except (OSError, ValueError):
-        cached = {}
-    if key in cached:
-        return int(cached[key])
-    ns = calibrate(mode)
-    try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        cached[key] = ns
-        tmp = f"{path}.{os.getpid()}"
-        with open(tmp, "w") as f:
-            json.dump(cached, f)
-        os.replace(tmp, path)
-    except OSError:
-        pass
-    return ns
+
+_native = False
+
+
+def _native_library() -> str | None:
+    """The C++ shadow for this torch (integrations/shadow_ext.py), built now if `timewarp run` could not."""
+    import importlib.util
+    from importlib.metadata import version
+
+    spec = importlib.util.spec_from_file_location("timewarp_shadow_ext",
+                                                  os.path.join(os.path.dirname(__file__), "shadow_ext.py"))
+    ext = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ext)
+    path = ext.build(version("torch"))
+    return str(path) if path else None
 
 
 def uninstall() -> bool:
-    """Pop the mode, from the thread that pushed it (a program that supplies its own host-visible results:
-    integrations/vllm_plugin). Returns whether it was installed."""
-    global _mode
+    """Turn the shadow off, from the thread that installed it (a program that supplies its own host-visible
+    results: integrations/vllm_plugin). Returns whether it was installed."""
+    global _mode, _native
+    if _native:
+        torch.ops.timewarp_shadow.enable(False)
+        _native = False
+        return True
     if _mode is None:
         return False
     _mode.__exit__(None, None, None)
@@ -295,11 +289,39 @@ def uninstall() -> bool:
     return True
 
 
-def install() -> ShadowMode:
-    """Push the mode for the calling thread (the thread that imported torch: the program's main thread)."""
-    global _mode
-    if _mode is None:
-        _mode = ShadowMode()
-        _mode.entry_ns = _forgiveness(_mode)
-        _mode.__enter__()
+def install() -> ShadowMode | None:
+    """Turn the shadow on for the calling thread (the thread that imported torch: the program's main
+    thread): the C++ one (integrations/torch_shadow.cpp) unless TIMEWARP_SHADOW_NATIVE=0 or it cannot be
+    built, else the Python mode (returned)."""
+    global _mode, _native
+    if _native or _mode is not None:
+        return _mode
+    if os.environ.get("TIMEWARP_SHADOW_NATIVE", "1") != "0":
+        _pause()  # building or loading it is the emulator's work, not the program's
+        try:
+            lib = _native_library()
+            if lib:
+                torch.ops.load_library(lib)
+                torch.ops.timewarp_shadow.configure(MAX_BYTES, UNKNOWN_COMPUTE_BYTES)
+                _native = bool(torch.ops.timewarp_shadow.enable(True))
+        except Exception as e:  # noqa: BLE001
+            log.warning("timewarp: C++ shadow not loaded (%s); using the Python one", e)
+        finally:
+            _resume()
+        if _native:
+            return None
+    _mode = ShadowMode()
+    _mode.entry_ns = _forgiveness(_mode)
+    _mode.__enter__()
     return _mode
+
+
+def stats() -> dict:
+    """What the shadow did so far in this process: operations computed and zero-filled, failures."""
+    if _native:
+        c, z, f, u = torch.ops.timewarp_shadow.stats()
+        return {"impl": "c++", "computed": c, "zeroed": z, "failed": f, "unknown_storages": u}
+    if _mode is not None:
+        return {"impl": "python", "computed": _mode.shadowed, "zeroed": _mode.zeroed, "failed": _mode.failed,
+                "unknown_storages": len(_mode._unknown)}
+    return {"impl": None}

@@ -60,25 +60,30 @@ def test_generate_without_the_shadow_reads_stale_values():
     assert off["sum"] != 45
 
 
-def test_shadow_knows_which_values_it_cannot_know():
-    """Values derived from address-only memory (a weight) are unknown: large ones read back as zeros instead
-    of being computed on the CPU (what made batch-1 decode steps 1.3-2x slow on the virtual clock), small ones
-    are computed on the bytes at hand (so generate()'s stopping test behaves), and a concatenation keeps
-    its known part (the prompt)."""
+@pytest.mark.parametrize("native", ["1", "0"])
+def test_shadow_knows_which_values_it_cannot_know(native):
+    """Values derived from address-only memory (a weight) are unknown: floating-point ones read back as zeros
+    instead of being computed on the CPU (what made batch-1 decode steps 1.3-2x slow on the virtual clock),
+    small integer and boolean ones are computed on the bytes at hand (so generate()'s stopping test behaves,
+    and the prompt part of a concatenation of ids is kept). The C++ shadow (the default) and the Python one
+    (TIMEWARP_SHADOW_NATIVE=0, where no compiler is found) follow the same rules."""
     code = """
-    import json, torch
+    import json, sys, torch
+    shadow = [m for k, m in sys.modules.items() if k.endswith("torch_shadow")][0]
     w = torch.empty(4096, 4096, device="cuda")                # 64 MiB: address-only
     prompt = torch.arange(5, device="cuda").view(1, 5)         # known: computed exactly
     h = torch.ones(1, 4096, device="cuda") @ w                 # unknown (16 KiB): zeroed
-    h2 = h + 1                                                  # unknown, 16 KiB: zero-filled, not computed
-    nxt = h.argmax(-1, keepdim=True)                           # unknown, 8 bytes: computed on the zeros
+    h2 = h + 1                                                  # unknown float: zero-filled, not computed
+    nxt = h.argmax(-1, keepdim=True)                           # unknown integer: computed on the zeros
     done = nxt.squeeze(-1) == 7
     unfinished = torch.ones(1, dtype=torch.bool, device="cuda") & ~done
     ids = torch.cat([prompt, nxt], dim=-1)
+    s = h.sum(-1)                                               # unknown float, 4 bytes: zero-filled
     known = torch.arange(4096, device="cuda", dtype=torch.float32) + 1
     print(json.dumps({"h2": h2.sum().item(), "nxt": nxt.item(), "unfinished": bool(unfinished.item()),
-                      "ids": ids.tolist(), "known": known.sum().item()}))
+                      "ids": ids.tolist(), "known": known.sum().item(), "s": s.item(),
+                      "impl": shadow.stats()["impl"]}))
     """
-    r = run_emulated(code).result
+    r = run_emulated(code, env={"TIMEWARP_SHADOW_NATIVE": native}).result
     assert r == {"h2": 0.0, "nxt": 0, "unfinished": True, "ids": [[0, 1, 2, 3, 4, 0]],
-                 "known": 4096 * 4097 / 2}, r
+                 "known": 4096 * 4097 / 2, "s": 0.0, "impl": "c++" if native == "1" else "python"}, r

@@ -100,6 +100,10 @@ tw_err tw_graph_add_op(tw_graph *g, const tw_op *op, tw_graph_node **out) {
 }
 
 /* ---------------------------------------------------------------- capture (lock held where noted) */
+static int active_captures;  /* under the lock; read without it by tw_captures_active() */
+
+int tw_captures_active(void) { return __atomic_load_n(&active_captures, __ATOMIC_RELAXED); }
+
 tw_err tw_capture_begin(tw_stream *s, int mode) {
     if (!s) return TW_ERR_INVALID_HANDLE;
     if (tw_stream_is_legacy(s)) return TW_ERR_CAPTURE_UNSUPPORTED;
@@ -116,6 +120,7 @@ tw_err tw_capture_begin(tw_stream *s, int mode) {
     c->mode = mode;
     c->origin = s;
     tw_capture_join(c, s);
+    __atomic_add_fetch(&active_captures, 1, __ATOMIC_RELAXED);
     TW_UNLOCK();
     return TW_OK;
 }
@@ -146,6 +151,7 @@ tw_err tw_capture_end(tw_stream *s, tw_graph **out) {
     if (!c) { TW_UNLOCK(); return TW_ERR_ILLEGAL_STATE; }
     if (c->origin != s) { TW_UNLOCK(); return TW_ERR_CAPTURE_UNMATCHED; }
     for (size_t i = 0; i < c->nstreams; i++) tw_stream_set_capture(c->streams[i], NULL);
+    __atomic_sub_fetch(&active_captures, 1, __ATOMIC_RELAXED);
     int bad = c->invalidated;
     tw_graph *g = c->graph;
     TW_UNLOCK();
@@ -243,10 +249,11 @@ void tw_graph_exec_side_effects(const tw_graph_exec *x, uint64_t start) {
     }
 }
 
-void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start) {
+void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t issued) {
     for (size_t i = 0; i < x->n; i++)
         if (x->ops[i].kind != TW_OP_EVENT_RECORD && x->ops[i].kind != TW_OP_EVENT_WAIT)
-            tw_record(dev, stream_id, &x->ops[i], start + x->offsets[i], start + x->offsets[i] + x->ops[i].duration);
+            tw_record(dev, stream_id, &x->ops[i], start + x->offsets[i], start + x->offsets[i] + x->ops[i].duration,
+                      issued);
 }
 
 /* A full CUDA graph replays the same attention launches for every batch of its size: re-time those nodes

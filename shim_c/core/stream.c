@@ -229,7 +229,7 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     else if (op->kind == TW_OP_GRAPH) D->kernels += tw_graph_exec_kernels(op->exec);
     else if (op->kind != TW_OP_HOST_FUNC) D->kernels++;
     D->busy_ns += op->duration;
-    tw_record(dev, s->id, op, start, end);
+    tw_record(dev, s->id, op, start, end, host);
     TW_UNLOCK();
     if (op->kind == TW_OP_GRAPH) tw_graph_exec_side_effects(op->exec, start);
     else tw_op_side_effects(op, start);

@@ -11,12 +11,12 @@
 #include "internal.h"
 #include "graph_internal.h"
 
-typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer; int64_t rows[2]; } rec;
+typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, issued, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer; int64_t rows[2]; } rec;
 static rec *recs;
 static size_t nrecs, caprecs, maxrecs = 2000000;
 static int tracing;
 static const char *trace_path, *report_path;
-void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start);
+void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t issued);
 
 /* Copies, not getenv's pointers: setproctitle (vLLM names its processes "VLLM::EngineCore") reuses the
  * memory of the original environment for the new title. */
@@ -34,9 +34,9 @@ void tw_trace_init(void) {
 }
 
 /* called with tw_lock held */
-void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end) {
+void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end, uint64_t issued) {
     if (!tracing) return;
-    if (op->kind == TW_OP_GRAPH && op->exec) { tw_graph_exec_trace(op->exec, dev, stream_id, start); return; }
+    if (op->kind == TW_OP_GRAPH && op->exec) { tw_graph_exec_trace(op->exec, dev, stream_id, start, issued); return; }
     if (nrecs >= maxrecs) return;
     if (nrecs == caprecs) {
         size_t nc = caprecs ? caprecs * 2 : 65536;
@@ -45,7 +45,7 @@ void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uin
         recs = nr; caprecs = nc;
     }
     rec *r = &recs[nrecs++];
-    *r = (rec){op->kernel, op->label, start, end, stream_id, dev, op->kind, {op->grid[0], op->grid[1], op->grid[2]},
+    *r = (rec){op->kernel, op->label, start, end, issued, stream_id, dev, op->kind, {op->grid[0], op->grid[1], op->grid[2]},
                {op->block[0], op->block[1], op->block[2]}, op->ann, op->bytes, op->dir, op->layer,
                {op->rows[0], op->rows[1]}};
 }
@@ -75,8 +75,8 @@ static void write_trace(void) {
         fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
                 (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
         json_str(f, r->k ? r->k->name : r->label);
-        fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"layer\":\"%s\"", r->grid[0], r->grid[1],
-                r->grid[2], r->block[0], r->block[1], r->block[2], tw_layer_name(r->layer));
+        fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"layer\":\"%s\",\"issued\":%.3f", r->grid[0],
+                r->grid[1], r->grid[2], r->block[0], r->block[1], r->block[2], tw_layer_name(r->layer), r->issued / 1e3);
         if (r->ann.kind == TW_ANN_GEMM)
             fprintf(f, ",\"gemm\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld,\"ta\":%d,\"tb\":%d,\"a\":%d,\"b\":%d,\"c\":%d,"
                        "\"compute\":%d,\"epilogue\":%d}", (long long)r->ann.u.gemm.m, (long long)r->ann.u.gemm.n,

@@ -270,6 +270,8 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op);
 /* When an op issued now by the host at virtual time host would start on s (nothing is placed). */
 uint64_t tw_stream_ready_at(tw_stream *s, uint64_t host);
 int tw_stream_capturing(tw_stream *s);
+/* Stream captures in progress in this process (any thread): the shadow of small results stays out of them */
+int tw_captures_active(void);
 tw_err tw_stream_synchronize(tw_stream *s);
 tw_err tw_stream_query(tw_stream *s);          /* TW_OK or TW_ERR_NOT_READY, against the virtual clock */
 tw_err tw_device_synchronize(int dev);         /* dev < 0: every device */
@@ -342,7 +344,8 @@ const char *tw_layer_name(int layer);
 /* ---------------------------------------------------------------- records (trace.c) */
 /* Every op that ran on a timeline; written as a Chrome/Perfetto trace and a summary at exit when
  * TIMEWARP_TRACE / TIMEWARP_REPORT name files. */
-void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end);
+/* issued: the host's virtual time when the op was enqueued (a graph's nodes: the graph launch's) */
+void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end, uint64_t issued);
 
 #ifdef __cplusplus
 }

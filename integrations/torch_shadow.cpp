@@ -1,0 +1,283 @@
+// The shadow of small PyTorch results (integrations/torch_shadow.py has the rules), in the dispatcher.
+//
+// A boxed fallback on the TESTING_ONLY_GenericMode dispatch key, included in the thread-local key set of the
+// thread that enables it, sees every operation that thread calls at its outermost level (aten::linear, not
+// the aten::mm inside it). It runs the operation below its own key, then, for small host-backed outputs,
+// computes the operation again on CPU tensors over the same bytes, or zero-fills outputs whose values it
+// cannot know. The Python TorchDispatchMode this replaces cost 15-20 us of host time per operation on
+// this machine, most of which could not be kept off the virtual clock; here the operation's own dispatch is
+// all that runs outside the paused section, plus the boxing of its arguments (under a microsecond).
+// Built on first use by torch.utils.cpp_extension (integrations/torch_shadow.py); loaded as a plain library
+// that registers the fallback and the ops timewarp_shadow::{enable,configure,stats}.
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+#include <torch/library.h>
+
+#include <dlfcn.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+namespace {
+
+constexpr auto kKey = c10::DispatchKey::TESTING_ONLY_GenericMode;
+
+struct TwAlloc {  // tw_alloc in shim_c/include/tw/core.h
+  size_t base, size;
+  int device, kind, backed, vmm;
+};
+
+// libtimewarp.so is preloaded with global symbols; looked up once, absent outside `timewarp run`
+struct Shim {
+  int (*lookup)(const void*, TwAlloc*) = nullptr;
+  void (*pause)() = nullptr;
+  void (*resume)() = nullptr;
+  int (*captures)() = nullptr;
+  Shim() {
+    lookup = reinterpret_cast<int (*)(const void*, TwAlloc*)>(dlsym(RTLD_DEFAULT, "tw_mem_lookup"));
+    pause = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "tw_charge_pause"));
+    resume = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "tw_charge_resume"));
+    captures = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "tw_captures_active"));
+  }
+  bool ok() const { return lookup && pause && resume && captures; }
+};
+Shim& shim() {
+  static Shim s;
+  return s;
+}
+
+struct Paused {  // the emulator's bookkeeping is not the program's host time
+  Paused() { shim().pause(); }
+  ~Paused() { shim().resume(); }
+};
+
+struct OpInfo {
+  bool skip;     // views, random numbers, allocation-only and bookkeeping ops, ops without tensor results
+  bool inplace;  // writes an argument (in-place and out= variants)
+  bool cat;
+  bool copy;     // aten::copy_
+  bool to_copy;  // aten::_to_copy
+  bool fresh;    // aten::empty*: a new allocation, whatever the block held before
+};
+
+int64_t max_bytes = 1 << 20;
+int64_t unknown_bytes = 64 << 10;
+int64_t counts[3];  // computed, zero-filled, failed
+std::thread::id owner;
+std::unordered_set<const void*> unknown;  // storages whose bytes are not what the real run would hold
+std::unordered_map<const c10::FunctionSchema*, OpInfo> infos;
+
+const char* kLeave[] = {"aten::_local_scalar_dense", "aten::empty", "aten::empty_strided", "aten::empty_like",
+                        "aten::set_", "aten::record_stream", "aten::resize_", "aten::item"};
+const char* kRandom[] = {"rand", "normal", "bernoulli", "multinomial", "dropout", "uniform", "exponential",
+                         "geometric", "cauchy", "log_normal", "random_", "poisson"};
+
+const OpInfo& info_of(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema* s = &op.schema();
+  auto it = infos.find(s);
+  if (it != infos.end()) return it->second;
+  const std::string& name = s->name();
+  OpInfo i{false, false, name == "aten::cat", name == "aten::copy_", name == "aten::_to_copy",
+           name.rfind("aten::empty", 0) == 0};
+  bool tensor_result = false;
+  for (const auto& r : s->returns()) {
+    const c10::AliasInfo* a = r.alias_info();
+    if (a && !a->isWrite()) i.skip = true;  // a view
+    if (a && a->isWrite()) i.inplace = true;
+    if (r.type()->str().find("Tensor") != std::string::npos) tensor_result = true;
+  }
+  if (!tensor_result) i.skip = true;
+  for (const char* l : kLeave)
+    if (name == l) i.skip = true;
+  for (const char* w : kRandom)
+    if (name.find(w) != std::string::npos) i.skip = true;
+  return infos.emplace(s, i).first->second;
+}
+
+template <class F>
+void each_tensor(const c10::IValue& v, F&& f) {
+  if (v.isTensor()) {
+    f(v.toTensor());
+  } else if (v.isTensorList()) {
+    for (const at::Tensor& t : v.toTensorList()) f(t);
+  } else if (v.isList()) {
+    for (const c10::IValue& x : v.toListRef()) each_tensor(x, f);
+  } else if (v.isTuple()) {
+    for (const c10::IValue& x : v.toTupleRef().elements()) each_tensor(x, f);
+  }
+}
+
+bool plain_cuda(const at::Tensor& t) {
+  if (!t.defined() || !t.is_cuda() || t.layout() != at::kStrided || !t.has_storage()) return false;
+  auto ks = t.key_set();
+  return !ks.has(c10::DispatchKey::Python) && !ks.has(c10::DispatchKey::Functionalize) &&
+         !ks.has(c10::DispatchKey::Conjugate) && !ks.has(c10::DispatchKey::Negative);
+}
+
+const void* storage_ptr(const at::Tensor& t) { return t.storage().data(); }
+
+// t's whole storage is small, host-backed device memory
+bool backed(const at::Tensor& t) {
+  size_t n = t.storage().nbytes();
+  if (n == 0) return true;
+  if (n > static_cast<size_t>(max_bytes)) return false;
+  TwAlloc a;
+  auto p = reinterpret_cast<uintptr_t>(storage_ptr(t));
+  return shim().lookup(storage_ptr(t), &a) && a.backed == 1 && p + n <= a.base + a.size;
+}
+
+// a CPU tensor over the same bytes as the device tensor t
+at::Tensor host_alias(const at::Tensor& t) {
+  auto opts = at::TensorOptions().dtype(t.dtype()).device(at::kCPU);
+  if (t.storage().nbytes() == 0) return at::empty_strided(t.sizes(), t.strides(), opts);
+  return at::from_blob(t.data_ptr(), t.sizes(), t.strides(), opts);
+}
+
+c10::IValue to_host(const c10::IValue& v) {
+  if (v.isTensor()) {
+    const at::Tensor& t = v.toTensor();
+    return t.defined() && t.is_cuda() ? c10::IValue(host_alias(t)) : v;
+  }
+  if (v.isTensorList()) {
+    c10::List<at::Tensor> out;
+    for (const at::Tensor& t : v.toTensorList()) out.push_back(t.is_cuda() ? host_alias(t) : t);
+    return out;
+  }
+  if (v.isList()) {  // Tensor?[] (index): a generic list of optional tensors
+    auto in = v.toList();
+    c10::impl::GenericList out(in.elementType());
+    for (const c10::IValue& x : in) out.push_back(to_host(x));
+    return out;
+  }
+  if (v.isDevice() && v.toDevice().is_cuda()) return c10::Device(at::kCPU);
+  return v;
+}
+
+void shadow(const c10::OperatorHandle& op, const OpInfo& info, const std::vector<c10::IValue>& args,
+            const std::vector<at::Tensor>& outs) {
+  std::vector<at::Tensor> ins;
+  for (const auto& a : args) each_tensor(a, [&](const at::Tensor& t) { ins.push_back(t); });
+  bool derived = false, all_dev = true;
+  for (const auto& t : ins) {
+    if (!t.defined()) continue;
+    if (!t.is_cuda()) { all_dev = false; continue; }
+    if (unknown.count(storage_ptr(t))) derived = true;
+  }
+  if ((info.copy || info.to_copy) && !all_dev) {  // from the host: the shim moved real bytes
+    for (const auto& t : outs)
+      if (t.is_cuda() && t.numel() * t.element_size() == t.storage().nbytes()) unknown.erase(storage_ptr(t));
+    return;
+  }
+  bool small = true;
+  size_t bytes = 0;
+  for (const auto& t : outs) {
+    if (!t.is_cuda()) continue;
+    if (t.is_floating_point() || t.is_complex()) small = false;
+    bytes += t.storage().nbytes();
+  }
+  small = small && bytes <= static_cast<size_t>(unknown_bytes);
+  bool ok = derived && !small;  // the inputs' lookups are skipped when the result is unknown and large anyway
+  if (!ok) {
+    ok = true;
+    for (const auto& t : ins)
+      if (t.defined() && t.is_cuda() && !(plain_cuda(t) && backed(t))) ok = false;
+  }
+  derived = derived || !ok;
+  for (const auto& t : outs) {
+    if (!t.is_cuda()) continue;
+    if (derived) unknown.insert(storage_ptr(t));
+    else if (!info.inplace) unknown.erase(storage_ptr(t));  // a partial in-place write leaves it unknown
+  }
+  if (ok && (!derived || small)) {
+    torch::jit::Stack st;
+    st.reserve(args.size());
+    for (const auto& a : args) st.push_back(to_host(a));
+    op.callBoxed(&st);
+    if (!info.inplace) {  // in-place and out= variants wrote through the aliases already
+      std::vector<at::Tensor> res;
+      for (const auto& r : st) each_tensor(r, [&](const at::Tensor& t) { res.push_back(t); });
+      for (size_t i = 0; i < outs.size() && i < res.size(); i++)
+        if (outs[i].is_cuda()) host_alias(outs[i]).copy_(res[i]);
+    }
+    counts[0]++;
+  } else if (!info.inplace) {  // fresh outputs: their whole storage
+    for (const auto& t : outs)
+      if (t.is_cuda()) std::memset(const_cast<void*>(storage_ptr(t)), 0, t.storage().nbytes());
+    counts[1]++;
+  }
+}
+
+void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  c10::impl::ExcludeDispatchKeyGuard guard(kKey);  // below this key; nested calls do not come back here
+  if (std::this_thread::get_id() != owner) {  // autograd's threads inherit the key; the state is not shared
+    op.callBoxed(stack);
+    return;
+  }
+  const OpInfo& info = info_of(op);
+  if (info.skip) {
+    op.callBoxed(stack);
+    if (info.fresh && !stack->empty() && stack->back().isTensor()) {
+      const at::Tensor& t = stack->back().toTensor();
+      if (plain_cuda(t)) unknown.erase(storage_ptr(t));
+    }
+    return;
+  }
+  size_t nargs = op.schema().arguments().size();
+  std::vector<c10::IValue> args(stack->end() - nargs, stack->end());
+  op.callBoxed(stack);
+  size_t nret = op.schema().returns().size();
+  std::vector<at::Tensor> outs;
+  bool large = false, odd = false;
+  for (auto it = stack->end() - nret; it != stack->end(); ++it)
+    each_tensor(*it, [&](const at::Tensor& t) {
+      if (!t.defined()) return;
+      if (t.is_cuda() && static_cast<int64_t>(t.storage().nbytes()) > max_bytes) large = true;
+      outs.push_back(t);
+    });
+  if (large || outs.empty()) return;  // the common large case, decided before pausing
+  bool any_dev = false;
+  for (const auto& t : outs) {
+    if (t.is_cuda()) any_dev = true;
+    if (t.is_cuda() && !plain_cuda(t)) odd = true;
+  }
+  if (!any_dev || odd || shim().captures()) return;  // a captured operation runs at replay
+  Paused p;
+  for (const auto& t : outs)
+    if (t.is_cuda() && !backed(t)) return;
+  try {
+    shadow(op, info, args, outs);
+  } catch (const std::exception&) {  // never let the emulator's bookkeeping break the program
+    counts[2]++;
+  }
+}
+
+bool enable(bool on) {
+  if (on && !shim().ok()) return false;
+  owner = std::this_thread::get_id();
+  c10::impl::tls_set_dispatch_key_included(kKey, on);
+  return true;
+}
+
+void configure(int64_t max_b, int64_t unknown_b) {
+  max_bytes = max_b;
+  unknown_bytes = unknown_b;
+}
+
+std::vector<int64_t> stats() { return {counts[0], counts[1], counts[2], static_cast<int64_t>(unknown.size())}; }
+
+}  // namespace
+
+TORCH_LIBRARY(timewarp_shadow, m) {
+  m.def("enable(bool on) -> bool", &enable);
+  m.def("configure(int max_bytes, int unknown_bytes) -> ()", &configure);
+  m.def("stats() -> int[]", &stats);
+}
+
+TORCH_LIBRARY_IMPL(_, TESTING_ONLY_GenericMode, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&fallback>());
+}
