@@ -67,6 +67,50 @@ def real_reference(real_dirs: list[Path]) -> dict[int, dict]:
     return out
 
 
+def prefix_hits(d: Path) -> dict[int, float]:
+    """Per case, the share of prompt tokens the prefix cache served: the server's counters after the case
+    (metrics_caseK.txt) less those after the case before it (the order of marks.txt)."""
+    order = []
+    try:
+        for line in (d / "marks.txt").read_text().splitlines():
+            m = re.match(r"(case\d+r?) start", line)
+            if m:
+                order.append(m.group(1))
+    except OSError:
+        return {}
+    out, prev = {}, (0.0, 0.0)
+    for name in order:
+        try:
+            text = (d / f"metrics_{name}.txt").read_text()
+        except OSError:
+            prev = None  # a case without counters (lease e's profiled runs): the next delta is unknown
+            continue
+        q = re.search(r"^vllm:prefix_cache_queries_total\{[^}]*\} ([0-9.e+]+)", text, re.M)
+        h = re.search(r"^vllm:prefix_cache_hits_total\{[^}]*\} ([0-9.e+]+)", text, re.M)
+        if not q or not h:
+            prev = None
+            continue
+        cur = (float(q.group(1)), float(h.group(1)))
+        if prev is not None and cur[0] > prev[0] and not name.endswith("r"):
+            out[int(name[4:])] = (cur[1] - prev[1]) / (cur[0] - prev[0])
+        prev = cur
+    return out
+
+
+def prefix_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
+    """The prefix cache's hit rate per case, real runs and emulated: TTFT depends on it (cases 5 and 6 are
+    almost all hits on the real card)."""
+    emu = prefix_hits(emulated)
+    real: dict[int, list[float]] = {}
+    for d in real_dirs:
+        for k, v in prefix_hits(d).items():
+            real.setdefault(k, []).append(v)
+    lines = ["| case | prefix-cache hits real (runs) | emulated |", "|---|---|---|"]
+    for k in sorted(set(emu) & set(real)):
+        lines.append(f"| {k} | {' '.join(f'{v:.1%}' for v in real[k])} | {emu[k]:.1%} |")
+    return lines if len(lines) > 2 else []
+
+
 def compare(emulated: Path, real_dirs: list[Path]) -> list[str]:
     real = real_reference(real_dirs)
     emu, wall = load_cases(emulated), wall_times(emulated)
@@ -113,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     for d in a.emulated:
         print(f"{d}:")
         print("\n".join(compare(d, a.real)))
+        print("\n".join(prefix_table(d, a.real)))
     if len(a.emulated) > 1:
         print("\n".join(spread(a.emulated, a.real)))
     return 0

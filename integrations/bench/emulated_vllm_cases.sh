@@ -4,8 +4,8 @@
 #     timewarp run -- integrations/bench/emulated_vllm_cases.sh OUT_DIR [CASES]
 # then  python -m timewarp.integrations.bench_compare OUT_DIR  prints real vs emulated.
 # Writes OUT_DIR/serve.log, bench.log, caseK.json (caseKr.json for a case named twice), marks.txt (each
-# case's start and end on the virtual CLOCK_MONOTONIC), and wall.txt (real seconds per case, from
-# /proc/uptime: the clocks inside the run are virtual).
+# case's start and end on the virtual CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after the
+# case) and wall.txt (real seconds per case, from /proc/uptime: the clocks inside the run are virtual).
 set -u
 OUT=$(mkdir -p "${1:?usage: emulated_vllm_cases.sh OUT_DIR [CASES]}" && cd "$1" && pwd)
 CASES=${2:-"1 2 3 4 5 6"}
@@ -35,5 +35,8 @@ for k in $CASES; do
       --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json >> "$OUT/bench.log" 2>&1
   echo "$name rc=$? $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
   echo "$name end $(mono_ns $PY)" >> "$OUT/marks.txt"
+  # the server's counters after the case (prefix-cache queries and hits, preemptions), as the real runs keep
+  $PY -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:$PORT/metrics', timeout=30).read().decode())" \
+      > "$OUT/metrics_$name.txt" 2>/dev/null
 done
 kill -INT $srv; wait $srv
