@@ -38,10 +38,19 @@ FIGURES = [
     ("compile_and_llama.py --generate", "compile_10_ms", "torch.compile'd fn, 10 calls (ms)", "host"),
     ("demo", "prefill_ms", "demo prefill 512 tokens, events (ms)", "GPU"),
     ("demo", "decode_ms", "demo decode, per token (ms)", "host+GPU"),
+    # host time per eager call (predictors/programs/host_ops.py; real: host_ops_2026-11-30, three runs)
+    ("host_ops.py --quick", "add_m1", "host: eager add, 1x4096 bf16 (us)", "host"),
+    ("host_ops.py --quick", "mean_m512", "host: eager mean, 512x4096 fp32 (us)", "host"),
+    ("host_ops.py --quick", "cat_m8", "host: eager cat, 8x4096 bf16 (us)", "host"),
+    ("host_ops.py --quick", "linear_m1_n4096", "host: eager linear 1x4096x4096 (us)", "host"),
+    ("host_ops.py --quick", "linear_m512_n14336", "host: eager linear 512x4096x14336 (us)", "host"),
+    ("host_ops.py --quick", "sdpa_prefill", "host: eager SDPA prefill 512 (us)", "host"),
+    ("host_ops.py --quick", "compiled_fn", "host: torch.compile'd fn call (us)", "host"),
 ]
 
 
-HF_RUNS = [REAL / "hf32_repeat.jsonl", HERE / "data" / "h200" / "host_ops_2026-11-30" / "hf_llama8b.jsonl"]
+HOST_OPS = HERE / "data" / "h200" / "host_ops_2026-11-30"
+HF_RUNS = [REAL / "hf32_repeat.jsonl", HOST_OPS / "hf_llama8b.jsonl"]
 
 
 def real_figures(real: pathlib.Path) -> dict:
@@ -55,6 +64,9 @@ def real_figures(real: pathlib.Path) -> dict:
         d = json.loads(line)
         out[d["program"]] = {k: [v] for k, v in d["result"].items()}
     out["demo"] = {k: [v] for k, v in parse_demo((real / "demo.txt").read_text()).items()}
+    if real == REAL and (HOST_OPS / "host_ops.jsonl").exists():
+        runs = [json.loads(x) for x in (HOST_OPS / "host_ops.jsonl").read_text().splitlines() if x.strip()]
+        out["host_ops.py --quick"] = {k: [r[k] for r in runs] for k in runs[0] if k != "torch"}
     return out
 
 
@@ -100,10 +112,11 @@ def compare(progs: pathlib.Path = None, real_dir: pathlib.Path = REAL, repeat: i
     progs = progs or PROGRAMS
     real = real_figures(real_dir)
     emu: dict = {}
-    for prog in dict.fromkeys(p for p, *_ in FIGURES):
+    figures = [f for f in FIGURES if f[0] in real]  # another GPU's record may lack some programs
+    for prog in dict.fromkeys(p for p, *_ in figures):
         emu[prog] = [run_emulated(prog, progs) for _ in range(repeat)]
     return [(label, [float(x) for x in real[prog][key]], [float(e[key]) for e in emu[prog]], bound)
-            for prog, key, label, bound in FIGURES]
+            for prog, key, label, bound in figures]
 
 
 def format_table(rows: list[tuple]) -> str:
