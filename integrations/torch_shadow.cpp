@@ -57,11 +57,12 @@ struct Paused {  // the emulator's bookkeeping is not the program's host time
 };
 
 struct OpInfo {
-  bool skip;     // views, random numbers, allocation-only and bookkeeping ops, ops without tensor results
+  bool skip;     // random numbers, allocation-only and bookkeeping ops, ops without tensor results
+  bool view;     // may return a view of an input (aten::view; aten::to, reshape, contiguous only sometimes)
   bool inplace;  // writes an argument (in-place and out= variants)
   bool cat;
   bool copy;     // aten::copy_
-  bool to_copy;  // aten::_to_copy
+  bool to_copy;  // aten::_to_copy, aten::to
   bool fresh;    // aten::empty*: a new allocation, whatever the block held before
 };
 
@@ -82,12 +83,12 @@ const OpInfo& info_of(const c10::OperatorHandle& op) {
   auto it = infos.find(s);
   if (it != infos.end()) return it->second;
   const std::string& name = s->name();
-  OpInfo i{false, false, name == "aten::cat", name == "aten::copy_", name == "aten::_to_copy",
-           name.rfind("aten::empty", 0) == 0};
+  OpInfo i{false, false, false, name == "aten::cat", name == "aten::copy_",
+           name == "aten::_to_copy" || name == "aten::to", name.rfind("aten::empty", 0) == 0};
   bool tensor_result = false;
   for (const auto& r : s->returns()) {
     const c10::AliasInfo* a = r.alias_info();
-    if (a && !a->isWrite()) i.skip = true;  // a view
+    if (a && !a->isWrite()) i.view = true;
     if (a && a->isWrite()) i.inplace = true;
     if (r.type()->str().find("Tensor") != std::string::npos) tensor_result = true;
   }
@@ -240,6 +241,19 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
       outs.push_back(t);
     });
   if (large || outs.empty()) return;  // the common large case, decided before pausing
+  if (info.view) {  // a view shares its input's bytes: nothing to do; a copy made instead is an ordinary result
+    bool aliased = true;
+    for (const auto& t : outs) {
+      bool shares = false;
+      for (const auto& a : args)
+        each_tensor(a, [&](const at::Tensor& x) {
+          if (x.defined() && x.has_storage() && t.has_storage() && x.storage().is_alias_of(t.storage()))
+            shares = true;
+        });
+      aliased = aliased && shares;
+    }
+    if (aliased) return;
+  }
   bool any_dev = false;
   for (const auto& t : outs) {
     if (t.is_cuda()) any_dev = true;

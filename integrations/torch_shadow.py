@@ -58,6 +58,7 @@ _LEAVE = {
     _aten.empty_like.default, _aten.set_.source_Storage_storage_offset, _aten.record_stream.default,
     _aten.resize_.default,
 }
+_FRESH = {_aten.empty.memory_format, _aten.empty_strided.default, _aten.empty_like.default}
 _RANDOM_WORDS = ("rand", "normal", "bernoulli", "multinomial", "dropout", "uniform", "exponential", "geometric",
                  "cauchy", "log_normal", "random_", "poisson")
 
@@ -155,7 +156,9 @@ class ShadowMode(TorchDispatchMode):
                 out = func(*args, **kwargs)
             finally:
                 _pause()
-            if not self._skipped(func):
+            if func in _FRESH and type(out) is torch.Tensor:  # a new allocation, whatever the block held
+                self._unknown.discard(out.untyped_storage().data_ptr())
+            elif not self._skipped(func):
                 try:
                     self._shadow(func, args, kwargs, out)
                 except Exception as e:  # never let the emulator's bookkeeping break the program
@@ -177,11 +180,13 @@ class ShadowMode(TorchDispatchMode):
         ins = list(_tensors(args))
         if kwargs:
             ins += _tensors(kwargs)
-        if func is _aten.copy_.default and ins[0].device != ins[1].device:
-            return  # a host<->device copy: the shim moved the bytes
-        if func is _aten._to_copy.default and any(not _is_dev(x) for x in ins):
-            return
         unknown = self._unknown
+        if ((func is _aten.copy_.default and ins[0].device != ins[1].device)
+                or (func is _aten._to_copy.default and any(not _is_dev(x) for x in ins))):
+            for t in targets:  # from the host: the shim moved real bytes
+                if t.numel() * t.element_size() == t.untyped_storage().nbytes():
+                    unknown.discard(t.untyped_storage().data_ptr())
+            return
         dev_ins = [x for x in ins if _is_dev(x)]
         inplace = self._inplace(func)
         derived = any(x.untyped_storage().data_ptr() in unknown for x in dev_ins)

@@ -80,10 +80,19 @@ def test_shadow_knows_which_values_it_cannot_know(native):
     ids = torch.cat([prompt, nxt], dim=-1)
     s = h.sum(-1)                                               # unknown float, 4 bytes: zero-filled
     known = torch.arange(4096, device="cuda", dtype=torch.float32) + 1
+    ones = torch.ones(1, 4096, device="cuda")
+    u = ones @ w                                                # unknown, 16 KiB; its block is freed and
+    del u                                                       # taken by the copy from the host below,
+    copied = torch.arange(4096, dtype=torch.float32).to("cuda") # whose bytes are known again
+    copied_sum = (copied + 1).sum()
+    as_float = torch.ones(4, dtype=torch.int64, device="cuda").to(torch.float32)  # a copy, not a view
+    reshaped = torch.arange(6, device="cuda").view(2, 3).t().reshape(6)           # likewise
     print(json.dumps({"h2": h2.sum().item(), "nxt": nxt.item(), "unfinished": bool(unfinished.item()),
                       "ids": ids.tolist(), "known": known.sum().item(), "s": s.item(),
-                      "impl": shadow.stats()["impl"]}))
+                      "impl": shadow.stats()["impl"], "copied": copied_sum.item(),
+                      "as_float": as_float.tolist(), "reshaped": reshaped.tolist()}))
     """
     r = run_emulated(code, env={"TIMEWARP_SHADOW_NATIVE": native}).result
     assert r == {"h2": 0.0, "nxt": 0, "unfinished": True, "ids": [[0, 1, 2, 3, 4, 0]],
-                 "known": 4096 * 4097 / 2, "s": 0.0, "impl": "c++" if native == "1" else "python"}, r
+                 "known": 4096 * 4097 / 2, "s": 0.0, "impl": "c++" if native == "1" else "python",
+                 "copied": 4096 * 4097 / 2, "as_float": [1.0] * 4, "reshaped": [0, 3, 1, 4, 2, 5]}, r
