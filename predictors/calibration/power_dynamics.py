@@ -1,0 +1,87 @@
+"""How the H200 slows under sustained work (its 700 W power cap): every kernel's duration over time.
+
+    python3 power_dynamics.py OUT.json
+
+Each experiment starts after 3 s of idle (the card cools down to its idle clock) and times every launch
+with its own pair of CUDA events, so the duration of launch i against its start time is the throttling
+curve:
+  gemm8192      bf16 8192^3 matmuls back to back for 3 s (compute-bound, about 1.4 ms each at full clock)
+  gemm4096      bf16 4096^3 matmuls back to back for 2 s (about 0.2 ms each)
+  gemm_duty50   8192^3 matmuls in bursts of 20 ms, then 20 ms idle, for 3 s
+  copy1g        1 GiB device-to-device copies back to back for 2 s (memory-bound)
+  gemm20        the 20 matmuls of predictors/programs/device_basics.py (the whole-program check), 5 times
+    with 1 s between
+Writes {experiment: {"t_ms": [...], "dur_ms": [...]}} plus the card's name and limits. Nothing here changes
+GPU clocks or settings.
+"""
+import json
+import subprocess
+import sys
+import time
+
+import torch
+
+out_path = sys.argv[1]
+dev = torch.device("cuda")
+res = {"gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
+try:
+    res["smi"] = subprocess.run(["nvidia-smi", "--query-gpu=clocks.max.sm,power.limit,temperature.gpu",
+                                 "--format=csv,noheader"], capture_output=True, text=True).stdout.strip()
+except OSError:
+    pass
+
+
+def run(name, launch, seconds=None, count=None, burst_ms=None, idle_ms=None, pause_s=3.0):
+    torch.cuda.synchronize()
+    time.sleep(pause_s)
+    base = torch.cuda.Event(enable_timing=True)
+    base.record()
+    evs = []
+    t_end = time.perf_counter() + (seconds or 1e9)
+    n = 0
+    while (count is None or n < count) and time.perf_counter() < t_end:
+        b_end = time.perf_counter() + burst_ms / 1e3 if burst_ms else None
+        while True:
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            launch()
+            e1.record()
+            evs.append((e0, e1))
+            n += 1
+            if len(evs) % 64 == 0:
+                evs[-32][1].synchronize()  # keep the host at most ~32 launches ahead
+            if b_end is None or time.perf_counter() >= b_end or (count is not None and n >= count):
+                break
+        if idle_ms:
+            torch.cuda.synchronize()
+            time.sleep(idle_ms / 1e3)
+    torch.cuda.synchronize()
+    res[name] = {"t_ms": [round(base.elapsed_time(a), 4) for a, _ in evs],
+                 "dur_ms": [round(a.elapsed_time(b), 5) for a, b in evs]}
+    d = res[name]["dur_ms"]
+    print(f"{name}: {len(d)} launches; first 10 median {sorted(d[:10])[5 if len(d) >= 10 else 0]:.4f} ms, "
+          f"last 10 {sorted(d[-10:])[5 if len(d) >= 10 else 0]:.4f} ms", flush=True)
+
+
+a8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+b8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
+c8 = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
+a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
+src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+dst = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+for _ in range(3):
+    torch.mm(a8, b8, out=c8)
+    torch.mm(a4, a4, out=c4)
+    dst.copy_(src)
+torch.cuda.synchronize()
+
+run("gemm8192", lambda: torch.mm(a8, b8, out=c8), seconds=3)
+run("gemm4096", lambda: torch.mm(a4, a4, out=c4), seconds=2)
+run("gemm_duty50", lambda: torch.mm(a8, b8, out=c8), seconds=3, burst_ms=20, idle_ms=20)
+run("copy1g", lambda: dst.copy_(src), seconds=2)
+for i in range(5):
+    run(f"gemm20_{i}", lambda: torch.mm(a8, b8, out=c8), count=20, pause_s=1.0)
+with open(out_path, "w") as f:
+    json.dump(res, f)
+print("done", flush=True)
