@@ -1,7 +1,10 @@
 """Build and find the C++ shadow of small results (integrations/torch_shadow.cpp) for a given torch.
 
 The library is compiled against the torch a program imports (torch.utils.cpp_extension, about 15-60 s on
-2 cores), once per torch version, Python version and source, and kept in ~/.cache/timewarp/shadow_ext/.
+2 cores), once per torch version, Python version and source, and kept in ~/.cache/timewarp/shadow_ext/
+(TIMEWARP_SHADOW_EXT_DIR elsewhere). A build that fails (no compiler, no ninja) leaves build.failed there
+with the reason: later processes go straight to the Python shadow instead of trying again; delete the
+folder to retry.
 `timewarp run` builds it before the program starts when its own Python has torch; a program whose torch
 differs builds it at `import torch`, outside the emulation (a child without the shim) and uncharged.
 Nothing here imports torch.
@@ -23,8 +26,9 @@ _BUILD = ("import sys, torch.utils.cpp_extension as c; c.load(name=sys.argv[3], 
 def library_path(torch_version: str) -> Path:
     src = hashlib.sha256(SOURCE.read_bytes()).hexdigest()[:12]
     key = f"torch{torch_version}-py{sys.version_info[0]}{sys.version_info[1]}-{src}"
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache")
-    return Path(base) / "timewarp" / "shadow_ext" / key / f"{NAME}.so"
+    base = os.environ.get("TIMEWARP_SHADOW_EXT_DIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "timewarp", "shadow_ext")
+    return Path(base) / key / f"{NAME}.so"
 
 
 def _clean_env() -> dict[str, str]:
@@ -42,6 +46,9 @@ def build(torch_version: str, python: str = sys.executable, quiet: bool = False)
     path = library_path(torch_version)
     if path.exists():
         return path
+    failed = path.parent / "build.failed"
+    if failed.exists():
+        return None
     path.parent.mkdir(parents=True, exist_ok=True)
     if not quiet:
         sys.stderr.write(f"timewarp: building the C++ shadow of small results for torch {torch_version} "
@@ -50,13 +57,18 @@ def build(torch_version: str, python: str = sys.executable, quiet: bool = False)
         r = subprocess.run([python, "-c", _BUILD, str(SOURCE), str(path.parent), NAME], env=_clean_env(),
                            capture_output=True, text=True, timeout=900)
     except (OSError, subprocess.TimeoutExpired) as e:
-        sys.stderr.write(f"timewarp: cannot build the C++ shadow ({e}); using the slower Python one\n")
-        return None
-    if r.returncode != 0 or not path.exists():
-        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-6:])
-        sys.stderr.write(f"timewarp: cannot build the C++ shadow; using the slower Python one:\n{tail}\n")
-        return None
-    return path
+        why = str(e)
+    else:
+        if r.returncode == 0 and path.exists():
+            return path
+        why = "\n".join((r.stderr or r.stdout).strip().splitlines()[-6:])
+    sys.stderr.write(f"timewarp: cannot build the C++ shadow of small results, using the slower Python one "
+                     f"(about 10 us more host time per PyTorch operation; delete {path.parent} to retry):\n{why}\n")
+    try:
+        failed.write_text(why + "\n")
+    except OSError:
+        pass
+    return None
 
 
 def prebuild() -> None:
@@ -68,4 +80,4 @@ def prebuild() -> None:
     except PackageNotFoundError:
         return
     if not library_path(v).exists():
-        build(v)
+        build(v)  # a failure is remembered: the program's processes do not try again

@@ -96,3 +96,19 @@ def test_shadow_knows_which_values_it_cannot_know(native):
     assert r == {"h2": 0.0, "nxt": 0, "unfinished": True, "ids": [[0, 1, 2, 3, 4, 0]],
                  "known": 4096 * 4097 / 2, "s": 0.0, "impl": "c++" if native == "1" else "python",
                  "copied": 4096 * 4097 / 2, "as_float": [1.0] * 4, "reshaped": [0, 3, 1, 4, 2, 5]}, r
+
+
+def test_shadow_falls_back_to_python_without_a_compiler(tmp_path):
+    """No C++ compiler: `timewarp run` says so once, remembers it, and the program runs with the Python
+    shadow (same values, more host time) instead of failing or trying again in every process."""
+    code = """
+    import json, sys, torch
+    shadow = [m for k, m in sys.modules.items() if k.endswith("torch_shadow")][0]
+    x = torch.arange(10, device="cuda")
+    print(json.dumps({"impl": shadow.stats()["impl"], "sum": int(x.sum())}))
+    """
+    run = run_emulated(code, env={"TIMEWARP_SHADOW_EXT_DIR": str(tmp_path), "CXX": "/bin/false"})
+    assert run.rc == 0, run.stderr[-3000:]
+    assert run.result == {"impl": "python", "sum": 45}
+    assert run.stderr.count("cannot build the C++ shadow") == 1, run.stderr[-3000:]
+    assert list(tmp_path.glob("*/build.failed"))
