@@ -60,7 +60,6 @@ struct OpInfo {
   bool skip;     // random numbers, allocation-only and bookkeeping ops, ops without tensor results
   bool view;     // may return a view of an input (aten::view; aten::to, reshape, contiguous only sometimes)
   bool inplace;  // writes an argument (in-place and out= variants)
-  bool cat;
   bool copy;     // aten::copy_
   bool to_copy;  // aten::_to_copy, aten::to
   bool fresh;    // aten::empty*: a new allocation, whatever the block held before
@@ -83,7 +82,7 @@ const OpInfo& info_of(const c10::OperatorHandle& op) {
   auto it = infos.find(s);
   if (it != infos.end()) return it->second;
   const std::string& name = s->name();
-  OpInfo i{false, false, false, name == "aten::cat", name == "aten::copy_",
+  OpInfo i{false, false, false, name == "aten::copy_",
            name == "aten::_to_copy" || name == "aten::to", name.rfind("aten::empty", 0) == 0};
   bool tensor_result = false;
   for (const auto& r : s->returns()) {
@@ -213,6 +212,42 @@ void shadow(const c10::OperatorHandle& op, const OpInfo& info, const std::vector
   }
 }
 
+// After the operation ran: its small host-backed device outputs, unless it returned views of its inputs.
+void after(const c10::OperatorHandle& op, const OpInfo& info, const std::vector<c10::IValue>& args,
+           const torch::jit::Stack& stack) {
+  size_t nret = op.schema().returns().size();
+  std::vector<at::Tensor> outs;
+  bool large = false, odd = false;
+  for (auto it = stack.end() - nret; it != stack.end(); ++it)
+    each_tensor(*it, [&](const at::Tensor& t) {
+      if (!t.defined()) return;
+      if (t.is_cuda() && !plain_cuda(t)) odd = true;
+      else if (t.is_cuda() && static_cast<int64_t>(t.storage().nbytes()) > max_bytes) large = true;
+      outs.push_back(t);
+    });
+  if (large || odd || outs.empty()) return;  // the common large case, decided before pausing
+  if (info.view) {  // a view shares its input's bytes: nothing to do; a copy made instead is an ordinary result
+    bool aliased = true;
+    for (const auto& t : outs) {
+      bool shares = false;
+      for (const auto& a : args)
+        each_tensor(a, [&](const at::Tensor& x) {
+          if (x.defined() && x.has_storage() && t.has_storage() && x.storage().is_alias_of(t.storage()))
+            shares = true;
+        });
+      aliased = aliased && shares;
+    }
+    if (aliased) return;
+  }
+  bool any_dev = false;
+  for (const auto& t : outs) any_dev = any_dev || t.is_cuda();
+  if (!any_dev || shim().captures()) return;  // a captured operation runs at replay
+  Paused p;
+  for (const auto& t : outs)
+    if (t.is_cuda() && !backed(t)) return;
+  shadow(op, info, args, outs);
+}
+
 void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   c10::impl::ExcludeDispatchKeyGuard guard(kKey);  // below this key; nested calls do not come back here
   if (std::this_thread::get_id() != owner) {  // autograd's threads inherit the key; the state is not shared
@@ -230,42 +265,10 @@ void fallback(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   size_t nargs = op.schema().arguments().size();
   std::vector<c10::IValue> args(stack->end() - nargs, stack->end());
-  op.callBoxed(stack);
-  size_t nret = op.schema().returns().size();
-  std::vector<at::Tensor> outs;
-  bool large = false, odd = false;
-  for (auto it = stack->end() - nret; it != stack->end(); ++it)
-    each_tensor(*it, [&](const at::Tensor& t) {
-      if (!t.defined()) return;
-      if (t.is_cuda() && static_cast<int64_t>(t.storage().nbytes()) > max_bytes) large = true;
-      outs.push_back(t);
-    });
-  if (large || outs.empty()) return;  // the common large case, decided before pausing
-  if (info.view) {  // a view shares its input's bytes: nothing to do; a copy made instead is an ordinary result
-    bool aliased = true;
-    for (const auto& t : outs) {
-      bool shares = false;
-      for (const auto& a : args)
-        each_tensor(a, [&](const at::Tensor& x) {
-          if (x.defined() && x.has_storage() && t.has_storage() && x.storage().is_alias_of(t.storage()))
-            shares = true;
-        });
-      aliased = aliased && shares;
-    }
-    if (aliased) return;
-  }
-  bool any_dev = false;
-  for (const auto& t : outs) {
-    if (t.is_cuda()) any_dev = true;
-    if (t.is_cuda() && !plain_cuda(t)) odd = true;
-  }
-  if (!any_dev || odd || shim().captures()) return;  // a captured operation runs at replay
-  Paused p;
-  for (const auto& t : outs)
-    if (t.is_cuda() && !backed(t)) return;
-  try {
-    shadow(op, info, args, outs);
-  } catch (const std::exception&) {  // never let the emulator's bookkeeping break the program
+  op.callBoxed(stack);  // the operation's own errors reach the program
+  try {                 // the emulator's bookkeeping never does
+    after(op, info, args, *stack);
+  } catch (const std::exception&) {
     counts[2]++;
   }
 }
