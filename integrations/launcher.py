@@ -427,9 +427,8 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
     clock, kept by the coordinator this starts (or, with join=HOST:PORT, by an existing one). Raises
     LauncherError or CommandError."""
     lib = lib_dir()
-    if os.environ.get("TIMEWARP_SHADOW", "1") != "0" and os.environ.get("TIMEWARP_SHADOW_NATIVE", "1") != "0":
-        from .shadow_ext import prebuild
-        prebuild()
+    from .shadow_ext import prebuild
+    prebuild()
     rep = Report.open(report)
     coord = None
     try:

@@ -41,7 +41,7 @@ def _clean_env() -> dict[str, str]:
     return env
 
 
-def build(torch_version: str, python: str = sys.executable, quiet: bool = False) -> Path | None:
+def build(torch_version: str) -> Path | None:
     """The library's path, building it first if needed; None (and why, on stderr) if it cannot be built."""
     path = library_path(torch_version)
     if path.exists():
@@ -50,11 +50,10 @@ def build(torch_version: str, python: str = sys.executable, quiet: bool = False)
     if failed.exists():
         return None
     path.parent.mkdir(parents=True, exist_ok=True)
-    if not quiet:
-        sys.stderr.write(f"timewarp: building the C++ shadow of small results for torch {torch_version} "
-                         f"(once, under a minute)\n")
+    sys.stderr.write(f"timewarp: building the C++ shadow of small results for torch {torch_version} "
+                     f"(once, under a minute)\n")
     try:
-        r = subprocess.run([python, "-c", _BUILD, str(SOURCE), str(path.parent), NAME], env=_clean_env(),
+        r = subprocess.run([sys.executable, "-c", _BUILD, str(SOURCE), str(path.parent), NAME], env=_clean_env(),
                            capture_output=True, text=True, timeout=900)
     except (OSError, subprocess.TimeoutExpired) as e:
         why = str(e)
@@ -73,7 +72,10 @@ def build(torch_version: str, python: str = sys.executable, quiet: bool = False)
 
 def prebuild() -> None:
     """For `timewarp run`: build for the torch of this Python, if it has one (the usual case: the program
-    runs in the same environment), so that no emulated process waits for the compiler."""
+    runs in the same environment), so that no emulated process waits for the compiler; nothing when the
+    shadow or its C++ form is turned off (TIMEWARP_SHADOW=0, TIMEWARP_SHADOW_NATIVE=0)."""
+    if os.environ.get("TIMEWARP_SHADOW", "1") == "0" or os.environ.get("TIMEWARP_SHADOW_NATIVE", "1") == "0":
+        return
     try:
         from importlib.metadata import PackageNotFoundError, version
         v = version("torch")

@@ -117,29 +117,23 @@ class ShadowMode(TorchDispatchMode):
 
     def __init__(self):
         super().__init__()
-        self._skip: dict = {}
-        self._writes: dict = {}
+        self._kinds: dict = {}  # func -> (skipped, in-place), read once from its schema
         self.shadowed = self.zeroed = self.failed = 0
         self._unknown: set[int] = set()  # data_ptr of storages whose bytes are not what the real run has
         self.entry_ns = 0
 
-    def _inplace(self, func) -> bool:
-        s = self._writes.get(func)
-        if s is None:
-            s = self._writes[func] = any(r.alias_info is not None and r.alias_info.is_write
-                                         for r in func._schema.returns)
-        return s
-
-    def _skipped(self, func) -> bool:
-        s = self._skip.get(func)
-        if s is None:
+    def _kind(self, func) -> tuple[bool, bool]:
+        """(skipped: a view, random, allocation-only, or no tensor result; in-place: writes an argument)"""
+        k = self._kinds.get(func)
+        if k is None:
             name = func.name()
             returns = func._schema.returns
             view = any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
-            s = (func in _LEAVE or view or any(w in name for w in _RANDOM_WORDS)
-                 or not any(isinstance(r.type, torch.TensorType) or "Tensor" in str(r.type) for r in returns))
-            self._skip[func] = s
-        return s
+            skipped = (func in _LEAVE or view or any(w in name for w in _RANDOM_WORDS)
+                       or not any(isinstance(r.type, torch.TensorType) or "Tensor" in str(r.type) for r in returns))
+            inplace = any(r.alias_info is not None and r.alias_info.is_write for r in returns)
+            k = self._kinds[func] = (skipped, inplace)
+        return k
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         # Only the real operation's own host work is charged to the virtual clock, as in the real run: the
@@ -158,7 +152,7 @@ class ShadowMode(TorchDispatchMode):
                 _pause()
             if func in _FRESH and type(out) is torch.Tensor:  # a new allocation, whatever the block held
                 self._unknown.discard(out.untyped_storage().data_ptr())
-            elif not self._skipped(func):
+            elif not self._kind(func)[0]:
                 try:
                     self._shadow(func, args, kwargs, out)
                 except Exception as e:  # never let the emulator's bookkeeping break the program
@@ -188,7 +182,7 @@ class ShadowMode(TorchDispatchMode):
                     unknown.discard(t.untyped_storage().data_ptr())
             return
         dev_ins = [x for x in ins if _is_dev(x)]
-        inplace = self._inplace(func)
+        inplace = self._kind(func)[1]
         derived = any(x.untyped_storage().data_ptr() in unknown for x in dev_ins)
         small = (all(not t.dtype.is_floating_point and not t.dtype.is_complex for t in targets)
                  and sum(t.untyped_storage().nbytes() for t in targets) <= UNKNOWN_COMPUTE_BYTES)
