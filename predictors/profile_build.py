@@ -361,7 +361,9 @@ def kern_table(with_held_out: bool = False):
 class KernTable:
     """profile.c's kern_predict, in Python, over kern_table()'s rows: exact key, else log-log interpolation
     over the number of blocks between rows of the same name and block shape, proportional above the largest,
-    the smallest's time below it; kgap added. None where the name and block shape have no row."""
+    the smallest's time below it; kgap added. None where the name and block shape have no row. Not mirrored:
+    profile.c's sibling layer and its cap on scaling up a latency-bound largest row (the vLLM kernels this
+    serves have rows of their own)."""
 
     def __init__(self, table, kgap_ns: float):
         self.kgap = kgap_ns

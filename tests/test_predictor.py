@@ -133,3 +133,31 @@ def test_memsets_take_their_measured_device_time(tmp_path):
     for n in (1 << 20, 1 << 26):
         assert sets[n]["args"]["layer"] == "exact"
         assert sets[n]["dur"] == pytest.approx(measured[n] / 1e3, rel=0.01)
+
+
+def test_a_kernel_on_another_element_type_of_the_same_size_takes_its_siblings_time(tmp_path):
+    """The profile has one launch of the int fill (one block) and a range of the float fill. A fill of 16 Mi
+    ints takes the float fill's time for that launch (sibling layer), not the one-block launch's time scaled
+    by 16384 blocks (6.27 ms before the fix); a fill of bytes, which has no 1-byte sibling, stays on the
+    roofline rather than borrowing a 4-byte kernel's time."""
+    code = """
+    import torch
+    for dt in (torch.int32, torch.float32, torch.uint8):
+        torch.empty(1 << 24, dtype=dt, device="cuda").fill_(1)
+    torch.cuda.synchronize()
+    print("{}")
+    """
+    trace = tmp_path / "t.json"
+    run = run_emulated(code, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    fills = {}
+    for e in json.loads(trace.read_text())["traceEvents"]:
+        for t, mangled in (("int", "FillFunctorIiE"), ("float", "FillFunctorIfE"), ("uchar", "FillFunctorIhE")):
+            if mangled in e["name"]:
+                fills[t] = e
+    assert set(fills) == {"int", "float", "uchar"}
+    assert fills["int"]["args"]["grid"] == fills["float"]["args"]["grid"]
+    assert fills["int"]["args"]["layer"] == "sibling"
+    assert fills["int"]["dur"] == pytest.approx(fills["float"]["dur"], rel=1e-3)
+    assert fills["int"]["dur"] < 100                      # us: 64 MiB written, not 6 ms
+    assert fills["uchar"]["args"]["layer"] == "roofline"

@@ -9,7 +9,8 @@
  *            attention, bilinear in (log batch, log length) of each measured row's ratio to a fitted
  *            latency-plus-roofline model (attnmodel), applied to this launch's model time;
  *   nearest  the efficiency (roofline time / measured time) of the three nearest rows in log-shape space,
- *            inverse-distance weighted, applied to this launch's roofline.
+ *            inverse-distance weighted, applied to this launch's roofline;
+ *   sibling  (unannotated kernels) the rows of the same kernel on other element types, same sizes first.
  * Unannotated kernels are keyed by name, grid and block (kern rows), except PyTorch's reductions and norms,
  * whose launch size does not tell their work: those are keyed by the row shape read from their arguments
  * (krow rows: outputs, inputs per output; kernel.c).
@@ -56,6 +57,7 @@ const char *tw_layer_name(int layer) {
     case TW_LAYER_NEAREST: return "nearest";
     case TW_LAYER_GRAPH: return "graph";
     case TW_LAYER_STEP: return "step";
+    case TW_LAYER_SIBLING: return "sibling";
     case -1: return "preset";
     default: return "roofline";
     }
@@ -81,6 +83,8 @@ static int krow_cmp(const void *a, const void *b) {
 }
 
 /* The kernel name that ends a kern/krow line (demangled names contain spaces), as a new string. */
+static void index_siblings(void);
+
 static char *rest_of_line(char *s) {
     s[strcspn(s, "\n")] = 0;
     return *s ? strdup(s) : NULL;
@@ -161,6 +165,7 @@ static void load(void) {
     fclose(f);
     qsort(kerns, nkern, sizeof *kerns, kern_cmp);
     qsort(krows, nkrow, sizeof *krows, krow_cmp);
+    index_siblings();
     if (bad) tw_log("TIMEWARP_PROFILE=%s: %d lines not understood (skipped)", path, bad);
     if (!profiled) {
         tw_log("TIMEWARP_PROFILE=%s names no catalog GPU (a 'gpu <KEY>' line); the profile is not used", path);
@@ -458,43 +463,155 @@ static double krow_predict(const char *name, const tw_op *op, int *layer) {
     return ns;
 }
 
-/* A kernel without an annotation, by its demangled name: the same launch shape measured (exact), or the
- * measured launches of the same kernel and block shape interpolated over the number of blocks (log-log;
- * proportional beyond the largest, as bandwidth-bound kernels are). A measured time is the kernel's own
- * execution; kgap, the time a back-to-back launch adds, is added to it. */
+/* The measured launches of kernel `name` with the launch's block shape: the same launch shape (exact), or
+ * interpolated over the number of blocks (log-log; proportional beyond the largest, as bandwidth-bound
+ * kernels are). 0 when the name has no row with that block shape. *weak is set when the launch is larger
+ * than every row and the largest is latency-bound (under two waves of blocks): scaling a one-block
+ * launch's time by the block count says little of a launch that fills the card. *weak is then that
+ * row's time, else 0. */
+static double kern_interp(const char *name, const tw_op *op, int *layer, double *weak) {
+    size_t lo = first_named(kerns, nkern, sizeof *kerns, name);
+    double blocks = (double)op->grid[0] * op->grid[1] * op->grid[2];
+    const kern_row *below = NULL, *above = NULL;
+    *weak = 0;
+    for (size_t i = lo; i < nkern && !strcmp(kerns[i].name, name); i++) {
+        const kern_row *r = &kerns[i];
+        if (r->b[0] != op->block[0] || r->b[1] != op->block[1] || r->b[2] != op->block[2]) continue;
+        if (r->g[0] == op->grid[0] && r->g[1] == op->grid[1] && r->g[2] == op->grid[2]) {
+            *layer = TW_LAYER_EXACT;
+            return r->ns;
+        }
+        double rb = (double)r->g[0] * r->g[1] * r->g[2];
+        if (rb <= blocks) below = r;                    /* rows are sorted by blocks within a name */
+        else if (!above) above = r;
+    }
+    *layer = TW_LAYER_INTERP;
+    if (below && above) {
+        double b0 = (double)below->g[0] * below->g[1] * below->g[2], b1 = (double)above->g[0] * above->g[1] * above->g[2];
+        return lerp_log(b0, below->ns, b1, above->ns, blocks);
+    }
+    if (below) {
+        double b0 = (double)below->g[0] * below->g[1] * below->g[2];
+        if (blocks > b0 && b0 < 2.0 * profiled->sm_count) *weak = below->ns;
+        return below->ns * (blocks / b0 > 1 ? blocks / b0 : 1);
+    }
+    if (above) return above->ns;                        /* fewer blocks than any measurement: latency-bound */
+    return 0;
+}
+
+/* A kernel's name with every C++ scalar type replaced by its size in bytes ("@1", "@2", ...), or by "@"
+ * alone (sized = 0): kernels that differ only in element type (FillFunctor<bool> and FillFunctor<unsigned
+ * char>, an add on float and on int) share it. Longer spellings come first. */
+static const struct { const char *type; const char *size; } scalar_types[] = {
+    {"unsigned long long", "@8"}, {"unsigned long", "@8"}, {"unsigned int", "@4"}, {"unsigned short", "@2"},
+    {"unsigned char", "@1"}, {"signed char", "@1"}, {"long long", "@8"},
+    {"c10::complex<c10::Half>", "@4"}, {"c10::complex<float>", "@8"}, {"c10::complex<double>", "@16"},
+    {"c10::Float8_e4m3fnuz", "@1"}, {"c10::Float8_e5m2fnuz", "@1"}, {"c10::Float8_e4m3fn", "@1"},
+    {"c10::Float8_e5m2", "@1"}, {"c10::Float8_e8m0fnu", "@1"}, {"c10::BFloat16", "@2"}, {"c10::Half", "@2"},
+    {"__nv_bfloat16", "@2"}, {"__half", "@2"}, {"int8_t", "@1"}, {"uint8_t", "@1"}, {"int16_t", "@2"},
+    {"int32_t", "@4"}, {"uint32_t", "@4"}, {"int64_t", "@8"}, {"uint64_t", "@8"},
+    {"bool", "@1"}, {"char", "@1"}, {"short", "@2"}, {"int", "@4"}, {"float", "@4"}, {"long", "@8"},
+    {"double", "@8"},
+};
+
+static int ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
+
+char *tw_kernel_type_signature(const char *name, int sized) {
+    size_t n = strlen(name);
+    char *out = malloc(n + 1), *o = out;   /* a size token is never longer than the type it replaces */
+    if (!out) return NULL;
+    for (size_t i = 0; i < n;) {
+        int boundary = i == 0 || (!ident_char(name[i - 1]) && name[i - 1] != ':');
+        size_t used = 0;
+        for (size_t t = 0; boundary && t < sizeof scalar_types / sizeof *scalar_types; t++) {
+            size_t l = strlen(scalar_types[t].type);
+            if (!strncmp(name + i, scalar_types[t].type, l) && !ident_char(name[i + l])) {
+                size_t sl = sized ? strlen(scalar_types[t].size) : 1;
+                memcpy(o, scalar_types[t].size, sl);
+                o += sl;
+                used = l;
+                break;
+            }
+        }
+        if (used) { i += used; continue; }
+        *o++ = name[i++];
+    }
+    *o = 0;
+    return out;
+}
+
+/* The recorded kernel names by their sized type signatures, for the sibling layer */
+typedef struct { char *sig; const char *name; } sibling;
+static sibling *siblings; static size_t nsibling;
+
+static int sibling_cmp(const void *a, const void *b) {
+    const sibling *x = a, *y = b;
+    int c = strcmp(x->sig, y->sig);
+    return c ? c : strcmp(x->name, y->name);
+}
+
+static void index_siblings(void) {
+    for (size_t i = 0; i < nkern; i++) {
+        if (i > 0 && !strcmp(kerns[i].name, kerns[i - 1].name)) continue;
+        char *sig = tw_kernel_type_signature(kerns[i].name, 1);
+        if (!sig || !strcmp(sig, kerns[i].name)) { free(sig); continue; }   /* no scalar type in the name */
+        sibling e = {sig, kerns[i].name};
+        PUSH(siblings, nsibling, e);
+    }
+    qsort(siblings, nsibling, sizeof *siblings, sibling_cmp);
+}
+
+/* A sibling's time for this launch: the same kernel recorded on element types of the same sizes (the first
+ * by name whose rows cover the launch, else the first with rows of its block shape; *weak as kern_interp's).
+ * Other sizes are not used: at one launch shape a fill of floats and one of bfloat16s differ by 1.45x, and
+ * copies or casts between types differ more. 0 when there is none. */
+static double sibling_interp(const char *name, const tw_op *op, int *layer, double *weak) {
+    *weak = 0;
+    char *sig = tw_kernel_type_signature(name, 1);
+    if (!sig) return 0;
+    size_t lo = 0, hi = nsibling;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(siblings[mid].sig, sig) < 0) lo = mid + 1; else hi = mid;
+    }
+    double best = 0;
+    for (size_t i = lo; i < nsibling && !strcmp(siblings[i].sig, sig); i++) {
+        double w;
+        int l;
+        if (!strcmp(siblings[i].name, name)) continue;
+        double ns = kern_interp(siblings[i].name, op, &l, &w);
+        if (ns > 0 && (best <= 0 || w == 0)) { best = ns; *weak = w; }
+        if (ns > 0 && w == 0) break;
+    }
+    free(sig);
+    if (best > 0) *layer = TW_LAYER_SIBLING;
+    return best;
+}
+
+/* A kernel without an annotation, by its demangled name: its own measured launches (kern_interp); a
+ * sibling's (the same kernel on other element types of the same sizes) where it has none, or where the
+ * launch is far larger than its largest, latency-bound row. A time scaled up from such a row is capped by
+ * the launch's roofline (but not below that row). A measured time is the kernel's own execution; kgap, the
+ * time a back-to-back launch adds, is added to it. */
 static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const char *name = op->kernel->pretty ? op->kernel->pretty : op->kernel->name;
     if (op->rows[0] > 0 && nkrow) {
         double ns = krow_predict(name, op, layer);
         if (ns > 0) return transfer(spec, op, (ns + kgap_ns) * 1e-9);
     }
-    size_t lo = first_named(kerns, nkern, sizeof *kerns, name);
-    double blocks = (double)op->grid[0] * op->grid[1] * op->grid[2];
-    const kern_row *below = NULL, *above = NULL;
-    for (size_t i = lo; i < nkern && !strcmp(kerns[i].name, name); i++) {
-        const kern_row *r = &kerns[i];
-        if (r->b[0] != op->block[0] || r->b[1] != op->block[1] || r->b[2] != op->block[2]) continue;
-        if (r->g[0] == op->grid[0] && r->g[1] == op->grid[1] && r->g[2] == op->grid[2]) {
-            *layer = TW_LAYER_EXACT;
-            return transfer(spec, op, (r->ns + kgap_ns) * 1e-9);
-        }
-        double rb = (double)r->g[0] * r->g[1] * r->g[2];
-        if (rb <= blocks) below = r;                    /* rows are sorted by blocks within a name */
-        else if (!above) above = r;
+    double weak;
+    double ns = kern_interp(name, op, layer, &weak);
+    if (ns <= 0 || weak > 0) {
+        int sl;
+        double sweak, sib = sibling_interp(name, op, &sl, &sweak);
+        if (sib > 0 && (ns <= 0 || sweak == 0)) { ns = sib; weak = sweak; *layer = sl; }
     }
-    double ns;
-    if (below && above) {
-        double b0 = (double)below->g[0] * below->g[1] * below->g[2], b1 = (double)above->g[0] * above->g[1] * above->g[2];
-        ns = lerp_log(b0, below->ns, b1, above->ns, blocks);
-    } else if (below) {
-        double b0 = (double)below->g[0] * below->g[1] * below->g[2];
-        ns = below->ns * (blocks / b0 > 1 ? blocks / b0 : 1);
-    } else if (above) {
-        ns = above->ns;                                 /* fewer blocks than any measurement: latency-bound */
-    } else {
-        return 0;
+    if (ns <= 0) return 0;
+    if (weak > 0) {
+        double roof = tw_roofline_s(profiled, op) * 1e9;
+        double est = roof > weak ? roof : weak;
+        if (est < ns) ns = est;
     }
-    *layer = TW_LAYER_INTERP;
     return transfer(spec, op, (ns + kgap_ns) * 1e-9);
 }
 

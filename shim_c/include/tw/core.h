@@ -320,7 +320,11 @@ typedef enum {
     TW_LAYER_NEAREST = 3,    /* the roofline times the efficiency measured on the nearest shapes */
     TW_LAYER_GRAPH = 4,      /* a graph launch: the sum of its nodes' predictions */
     TW_LAYER_STEP = 5,       /* attention timed from the integration's step context (step.c) */
+    TW_LAYER_SIBLING = 6,    /* the rows of the same kernel recorded on other element types */
 } tw_layer;
+/* A kernel name with its C++ scalar types replaced by their sizes ("@4"; sized = 0: "@"), the sibling
+ * layer's key; malloc'd */
+char *tw_kernel_type_signature(const char *name, int sized);
 uint64_t tw_predict(int dev, const tw_op *op);
 /* ---------------------------------------------------------------- step context (step.c) */
 /* A serving integration's description of the batch now being run: each request's query length (tokens
