@@ -1,6 +1,7 @@
 """How the H200 slows under sustained work (its 700 W power cap): every kernel's duration over time.
 
-    python3 power_dynamics.py OUT.json
+    python3 power_dynamics.py OUT.json           the first set (power_2026-11-30)
+    python3 power_dynamics.py OUT.json second    the second set: duty cycles, recovery, a mixed prefill layer
 
 Each experiment starts after 3 s of idle (the card cools down to its idle clock) and times every launch
 with its own pair of CUDA events, so the duration of launch i against its start time is the throttling
@@ -11,6 +12,14 @@ curve:
   copy1g        1 GiB device-to-device copies back to back for 2 s (memory-bound)
   gemm20        the 20 matmuls of predictors/programs/device_basics.py (the whole-program check), 5 times
     with 1 s between
+Second set:
+  gemm_duty30   8192^3 matmuls in bursts of 10 ms, then 25 ms idle, for 3 s (does a low duty throttle?)
+  gemm_duty60   bursts of 30 ms, then 20 ms idle, for 3 s
+  recover_*     1 s of back-to-back 8192^3 matmuls, then idle for 0.1, 0.3, 1 or 2 s, then 20 matmuls:
+                how long the card takes to return to its full clock
+  prefill8k     a Llama-3-8B-shaped layer at 8192 tokens (RMSNorm, QKV, causal SDPA, O, SwiGLU MLP, residual
+                adds; bf16, eager), one launch = one layer, back to back for 3 s: a mixed, mostly
+                compute-bound workload
 Writes {experiment: {"t_ms": [...], "dur_ms": [...]}} plus the card's name and limits. Nothing here changes
 GPU clocks or settings.
 """
@@ -66,22 +75,57 @@ def run(name, launch, seconds=None, count=None, burst_ms=None, idle_ms=None, pau
 a8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 b8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 c8 = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
-a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
-c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
-src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
-dst = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
-for _ in range(3):
-    torch.mm(a8, b8, out=c8)
-    torch.mm(a4, a4, out=c4)
-    dst.copy_(src)
-torch.cuda.synchronize()
+gemm8 = lambda: torch.mm(a8, b8, out=c8)  # noqa: E731
+second = len(sys.argv) > 2 and sys.argv[2] == "second"
+if not second:
+    a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
+    src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+    dst = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+    for _ in range(3):
+        torch.mm(a8, b8, out=c8)
+        torch.mm(a4, a4, out=c4)
+        dst.copy_(src)
+    torch.cuda.synchronize()
 
-run("gemm8192", lambda: torch.mm(a8, b8, out=c8), seconds=3)
-run("gemm4096", lambda: torch.mm(a4, a4, out=c4), seconds=2)
-run("gemm_duty50", lambda: torch.mm(a8, b8, out=c8), seconds=3, burst_ms=20, idle_ms=20)
-run("copy1g", lambda: dst.copy_(src), seconds=2)
-for i in range(5):
-    run(f"gemm20_{i}", lambda: torch.mm(a8, b8, out=c8), count=20, pause_s=1.0)
+    run("gemm8192", gemm8, seconds=3)
+    run("gemm4096", lambda: torch.mm(a4, a4, out=c4), seconds=2)
+    run("gemm_duty50", gemm8, seconds=3, burst_ms=20, idle_ms=20)
+    run("copy1g", lambda: dst.copy_(src), seconds=2)
+    for i in range(5):
+        run(f"gemm20_{i}", gemm8, count=20, pause_s=1.0)
+else:
+    import torch.nn.functional as F
+    T, H, I, NH, KV, D = 8192, 4096, 14336, 32, 8, 128
+    bf = dict(device=dev, dtype=torch.bfloat16)
+    x = torch.randn(T, H, **bf)
+    wn = torch.ones(H, **bf)
+    wqkv = torch.randn((NH + 2 * KV) * D, H, **bf) * 0.02
+    wo = torch.randn(H, NH * D, **bf) * 0.02
+    wgu = torch.randn(2 * I, H, **bf) * 0.02
+    wd = torch.randn(H, I, **bf) * 0.02
+
+    def layer():
+        h = F.rms_norm(x, (H,), wn, 1e-5)
+        q, k, v = F.linear(h, wqkv).split([NH * D, KV * D, KV * D], dim=-1)
+        q = q.view(1, T, NH, D).transpose(1, 2)
+        k = k.view(1, T, KV, D).transpose(1, 2)
+        v = v.view(1, T, KV, D).transpose(1, 2)
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
+        h2 = x + F.linear(a.transpose(1, 2).reshape(T, NH * D), wo)
+        g, u = F.linear(F.rms_norm(h2, (H,), wn, 1e-5), wgu).chunk(2, dim=-1)
+        return h2 + F.linear(F.silu(g) * u, wd)
+
+    for _ in range(3):
+        gemm8()
+        layer()
+    torch.cuda.synchronize()
+    run("gemm_duty30", gemm8, seconds=3, burst_ms=10, idle_ms=25)
+    run("gemm_duty60", gemm8, seconds=3, burst_ms=30, idle_ms=20)
+    for gap in (0.1, 0.3, 1.0, 2.0):
+        run(f"recover_warm_{gap}", gemm8, seconds=1)
+        run(f"recover_{gap}", gemm8, count=20, pause_s=gap)
+    run("prefill8k", layer, seconds=3)
 with open(out_path, "w") as f:
     json.dump(res, f)
 print("done", flush=True)

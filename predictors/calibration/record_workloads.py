@@ -329,6 +329,56 @@ def sec_memcpy(ctx):
             reps=3)
 
 
+def sec_fills(ctx):
+    """zero_ and fill_ on every common dtype, 1 KiB to 1 GiB written (numel = bytes / element size): PyTorch's
+    FillFunctor kernels, one per dtype, whose grids are sized by bytes."""
+    torch = ctx.torch
+    dtypes = {"u8": torch.uint8, "bool": torch.bool, "i8": torch.int8, "i16": torch.int16, "i32": torch.int32,
+              "i64": torch.int64, "fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32,
+              "fp64": torch.float64}
+    top = 16 if ctx.dry else 30
+    buf = torch.empty(1 << top, dtype=torch.uint8, device=ctx.dev)
+    for dname, dt in dtypes.items():
+        es = torch.tensor([], dtype=dt).element_size()
+        for e in range(10, top + 1):
+            n = (1 << e) // es
+            x = buf[: n * es].view(dt)
+            for op, fn in (("zero", lambda j: x.zero_()), ("fill", lambda j: x.fill_(1))):
+                ctx.run(dict(sec="fills", op=op, dtype=dname, shape=n, numel=n, bytes=n * es, cold=int(n * es >= COLD_MIN_BYTES)),
+                        fn, warm=1, reps=3)
+        if ctx.left() < 30:
+            log("fills: budget, stopping")
+            return
+
+
+def sec_d2d(ctx):
+    """Device-to-device copies of 1 KiB to 1 GiB (powers of two and 1.5x between), issued eagerly and as the
+    one node of a CUDA graph replayed: the two take different paths on the H200 above 256 MiB."""
+    if not ctx.cuda:
+        log("d2d: no GPU, skipped")
+        return
+    torch = ctx.torch
+    a = torch.ones(1 << 30, dtype=torch.uint8, device=ctx.dev)
+    b = torch.empty_like(a)
+    sizes = sorted({1 << e for e in range(10, 31)} | {3 << (e - 1) for e in range(11, 30)})
+    for nbytes in sizes:
+        src, dst = a[:nbytes], b[:nbytes]
+        meta = dict(sec="d2d", dtype="u8", shape=nbytes, numel=nbytes, bytes=nbytes, cold=int(nbytes >= COLD_MIN_BYTES))
+        ctx.run(dict(meta, op="eager"), lambda j: dst.copy_(src), warm=1, reps=3)
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.stream(s):
+            with torch.cuda.graph(g):
+                dst.copy_(src)
+        torch.cuda.current_stream().wait_stream(s)
+        ctx.run(dict(meta, op="graph"), lambda j: g.replay(), warm=1, reps=3)
+        del g
+        if ctx.left() < 15:
+            log("d2d: budget, stopping")
+            return
+
+
 def sec_cuda_graph(ctx):
     if not ctx.cuda:
         log("cuda_graph: no GPU, skipped")
@@ -521,7 +571,8 @@ def sec_compile_sizes(ctx):
 SECTIONS = {"elementwise": sec_elementwise, "rowwise": sec_rowwise, "reduce": sec_reduce,
             "embedding": sec_embedding, "rotary": sec_rotary, "index_cat": sec_index_cat, "memcpy": sec_memcpy,
             "llama": sec_llama, "compile": sec_compile, "cuda_graph": sec_cuda_graph,
-            "sdpa_backends": sec_sdpa_backends, "compile_sizes": sec_compile_sizes}
+            "sdpa_backends": sec_sdpa_backends, "compile_sizes": sec_compile_sizes, "fills": sec_fills,
+            "d2d": sec_d2d}
 
 
 def main(argv=None):
