@@ -2,7 +2,8 @@
 microbenchmarks, keyed exactly as the emulator's launch annotations:
 
     gpu   <catalog key of the GPU measured>
-    gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns>     cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N]
+    gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns> [1] cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N];
+                                                                    1: measured inside sustained work (power.c)
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
     set   <bytes> <ns>                                              device memsets (cudaMemsetAsync)
@@ -195,13 +196,14 @@ def vllm_set_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
 
 
 def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
-    """("gemm", key, slot ns, held_out) for the GEMMs measured inside the real vLLM run."""
+    """("vgemm", key, slot ns, held_out) for the GEMMs measured inside the real vLLM run (written as gemm
+    lines flagged sustained: serving's prefill runs long enough for the power cap to slow them)."""
     if not path.exists():
         return []
     g = pd.read_csv(path)
     g["pos"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.rank(method="first").astype(int) - 1
     g["last"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.transform("size") - 1
-    return [("gemm", (int(r.a_type), int(r.ta), int(r.tb), int(r.M), int(r.K), int(r.N), int(r.batch)),
+    return [("vgemm", (int(r.a_type), int(r.ta), int(r.tb), int(r.M), int(r.K), int(r.N), int(r.batch)),
              float(r.slot_ns), is_held_out("vgemm", r)) for r in g.itertuples()]
 
 
@@ -446,7 +448,10 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with
     for family, key, ns, held in measured:
         if held and not with_held_out:
             continue
-        lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
+        if family == "vgemm":
+            lines.append("\t".join(["gemm", *map(str, key), f"{ns:.0f}", "1"]))
+        else:
+            lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
         n += 1
     attn_fit = [(key, ns) for family, key, ns, held in measured if family == "attn" and (with_held_out or not held)]
     if attn_fit:

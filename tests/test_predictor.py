@@ -161,3 +161,56 @@ def test_a_kernel_on_another_element_type_of_the_same_size_takes_its_siblings_ti
     assert fills["int"]["dur"] == pytest.approx(fills["float"]["dur"], rel=1e-3)
     assert fills["int"]["dur"] < 100                      # us: 64 MiB written, not 6 ms
     assert fills["uchar"]["args"]["layer"] == "roofline"
+
+
+POWER_PROG = """
+import json, sys, time, torch
+a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+c = torch.empty_like(a)
+
+def timed(n):
+    out = []
+    for _ in range(n):
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(); torch.mm(a, a, out=c); e1.record()
+        out.append((e0, e1))
+    torch.cuda.synchronize()
+    return [x.elapsed_time(y) for x, y in out]
+
+torch.mm(a, a, out=c); torch.cuda.synchronize(); time.sleep(1)
+run = timed(150)                 # ~210 ms of back-to-back GEMMs
+time.sleep(0.2)                  # idle long enough to cool down
+after = timed(5)
+print(json.dumps({"run": run, "after": after}))
+"""
+
+
+def test_sustained_gemms_slow_down_under_the_power_cap():
+    """Measured on the H200 (predictors/data/h200/power_2026-11-30b): back-to-back compute-bound GEMMs keep
+    their full-clock time for the first 30-60 ms, then take 1.10-1.20x as long; 100 ms of idle restores the
+    full clock. TIMEWARP_POWER=0 turns the model off."""
+    on = run_emulated(POWER_PROG)
+    off = run_emulated(POWER_PROG, env={"TIMEWARP_POWER": "0"})
+    assert on.rc == 0 and off.rc == 0, (on.stderr + off.stderr)[-3000:]
+    # the first GEMM of each burst also waits for the host's launch after its start event: skip it
+    run, after, flat = on.result["run"], on.result["after"], off.result["run"][1:]
+    base = flat[0]
+    assert max(flat) == pytest.approx(base, rel=1e-3)               # no model: every GEMM the profile's time
+    assert run[1] == pytest.approx(base, rel=1e-3)                  # a cold card runs at full clock
+    t, onset = run[0], None
+    for d in run[1:]:
+        if onset is None and d > 1.05 * base:
+            onset = t
+        t += d
+    assert onset is not None and 30 <= onset <= 60, onset           # ms of work before the clock drops
+    assert 1.10 <= run[-1] / base <= 1.20
+    assert after[1] == pytest.approx(base, rel=1e-3)
+
+
+def test_rows_measured_inside_sustained_work_are_not_slowed_again(tmp_path):
+    """vLLM's in-situ GEMM rows (flagged 1 after the time) were measured while the card was already capped."""
+    prof = tmp_path / "profile.tsv"
+    prof.write_text("gpu\tH200\ngemm\t14\t0\t0\t8192\t8192\t8192\t1\t1500000\t1\n")
+    run = run_emulated(POWER_PROG, env={"TIMEWARP_PROFILE": str(prof)})
+    assert run.rc == 0, run.stderr[-3000:]
+    assert {round(d, 4) for d in run.result["run"][1:]} == {1.5}

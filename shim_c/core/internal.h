@@ -19,7 +19,11 @@ typedef struct tw_device_state {
     uint64_t blocking_tail;          /* completion of the last op on any blocking stream (legacy ordering) */
     uint64_t max_tail;               /* completion of the last op on any stream */
     uint64_t busy_ns, kernels, copies;
+    uint64_t hot_since, hot_until;   /* the current run of compute-bound work (power.c); 0: none yet */
 } tw_device_state;
+
+/* power.c: op's duration on device dev when it starts at start, stretched where the power cap slows the card */
+uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur);
 
 extern tw_device_state tw_devices[TW_MAX_DEVICES];
 extern int tw_ndevices;

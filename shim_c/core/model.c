@@ -72,6 +72,24 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
     }
 }
 
+int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op) {
+    if (op->kind != TW_OP_KERNEL) return 0;
+    const tw_annotation *a = &op->ann;
+    if (a->kind == TW_ANN_GEMM) {
+        double m = a->u.gemm.m, n = a->u.gemm.n, k = a->u.gemm.k, b = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
+        double bytes = b * ((m * k) * elt_bytes(a->u.gemm.a_type) + (k * n) * elt_bytes(a->u.gemm.b_type) +
+                            (m * n) * elt_bytes(a->u.gemm.c_type));
+        return 2 * m * n * k * b / peak_for(s, a->u.gemm.a_type, a->u.gemm.compute_type) > bytes / s->mem_bw;
+    }
+    if (a->kind == TW_ANN_ATTENTION) {
+        double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
+               hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
+        double pairs = a->u.attn.causal && q > 1 ? q * kv - q * (q - 1) / 2 : q * kv;
+        return 4 * b * h * pairs * d / (s->peak_flops_bf16 * 0.6) > 2 * b * d * (2 * q * h + 2 * kv * hk) / s->mem_bw;
+    }
+    return 0;
+}
+
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer) {
     const tw_gpu_spec *s = tw_device_spec(dev);
     if (layer) *layer = TW_LAYER_ROOFLINE;

@@ -66,8 +66,8 @@ int tw_bench_predict(int dev, long n, double *out, int out_rows) {
         (void)sink;
         out[f * 4 + 0] = (double)(t1 - t0) / n;
         out[f * 4 + 1] = (double)(t2 - t1) / n;
-        out[f * 4 + 2] = layer;
-        out[f * 4 + 3] = miss_layer;
+        out[f * 4 + 2] = layer & 0xff;    /* without the TW_LAYER_SUSTAINED flag */
+        out[f * 4 + 3] = miss_layer & 0xff;
     }
     tw_charge_resume();
     return FAM_N;

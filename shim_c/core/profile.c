@@ -28,7 +28,7 @@
 extern const tw_gpu_spec tw_catalog[];
 extern const int tw_catalog_count;
 
-typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; } gemm_row;
+typedef struct { int a_type, ta, tb; double M, K, N, batch, ns; int sustained; } gemm_row;
 typedef struct { int causal; double heads, kv_heads, d, batch, q, kv, ns; } attn_row;
 typedef struct { int dir, pinned; double bytes, ns; } copy_row;
 #define SET_DIR 4             /* copy_row.dir of the memset rows (`set`): device memsets by bytes */
@@ -51,7 +51,7 @@ static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
 
 const char *tw_layer_name(int layer) {
-    switch (layer) {
+    switch (layer < 0 ? layer : layer & ~TW_LAYER_SUSTAINED) {
     case TW_LAYER_EXACT: return "exact";
     case TW_LAYER_INTERP: return "interp";
     case TW_LAYER_NEAREST: return "nearest";
@@ -106,8 +106,9 @@ static void load(void) {
             if (sscanf(line, "%*s %63s", key) == 1)
                 for (int i = 0; i < tw_catalog_count; i++) if (!strcmp(tw_catalog[i].key, key)) profiled = &tw_catalog[i];
         } else if (!strcmp(fam, "gemm")) {
-            gemm_row r;
-            if (sscanf(line, "%*s %d %d %d %lf %lf %lf %lf %lf", &r.a_type, &r.ta, &r.tb, &r.M, &r.K, &r.N, &r.batch, &r.ns) == 8)
+            gemm_row r = {.sustained = 0};   /* a ninth field, 1: measured inside sustained work (in situ) */
+            if (sscanf(line, "%*s %d %d %d %lf %lf %lf %lf %lf %d", &r.a_type, &r.ta, &r.tb, &r.M, &r.K, &r.N, &r.batch, &r.ns,
+                       &r.sustained) >= 8)
                 PUSH(gemms, ngemm, r);
             else bad++;
         } else if (!strcmp(fam, "attn")) {
@@ -248,12 +249,15 @@ static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         if (r->a_type != a->u.gemm.a_type || r->ta != a->u.gemm.trans_a || r->tb != a->u.gemm.trans_b || r->M != M ||
             r->K != K || r->batch != B)
             continue;
-        if (r->N == N) { *layer = TW_LAYER_EXACT; return transfer(spec, op, r->ns * 1e-9); }
+        if (r->N == N) {
+            *layer = TW_LAYER_EXACT | (r->sustained ? TW_LAYER_SUSTAINED : 0);
+            return transfer(spec, op, r->ns * 1e-9);
+        }
         if (r->N < N && (!lo || r->N > lo->N)) lo = r;
         if (r->N > N && (!hi || r->N < hi->N)) hi = r;
     }
     if (lo && hi) {
-        *layer = TW_LAYER_INTERP;
+        *layer = TW_LAYER_INTERP | (lo->sustained || hi->sustained ? TW_LAYER_SUSTAINED : 0);
         return transfer(spec, op, lerp_log(lo->N, lo->ns, hi->N, hi->ns, N) * 1e-9);
     }
     /* nearest neighbours' efficiency, in log-shape space (types must match) */

@@ -151,12 +151,18 @@ int tw_stream_capturing(tw_stream *s) { return s->cap != NULL; }
 
 /* Place an operation of duration dur on s, issued by the host at virtual time host: returns its start
  * and updates the timelines. Called with the lock held. */
-static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_out) {
+static uint64_t start_on(tw_stream *s, uint64_t host) {
     tw_device_state *D = &tw_devices[s->dev];
     uint64_t start = s->tail > host ? s->tail : host;
-    int blocking = !(s->flags & STREAM_NONBLOCKING);
     if (s->legacy) { if (D->blocking_tail > start) start = D->blocking_tail; }
-    else if (blocking && D->legacy->tail > start) start = D->legacy->tail;
+    else if (!(s->flags & STREAM_NONBLOCKING) && D->legacy->tail > start) start = D->legacy->tail;
+    return start;
+}
+
+static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_out) {
+    tw_device_state *D = &tw_devices[s->dev];
+    uint64_t start = start_on(s, host);
+    int blocking = !(s->flags & STREAM_NONBLOCKING);
     uint64_t end = start + dur;
     s->tail = end;
     if (blocking || s->legacy) { if (end > D->blocking_tail) D->blocking_tail = end; }
@@ -167,10 +173,7 @@ static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_o
 
 uint64_t tw_stream_ready_at(tw_stream *s, uint64_t host) {
     TW_LOCK();
-    tw_device_state *D = &tw_devices[s->dev];
-    uint64_t start = s->tail > host ? s->tail : host;
-    if (s->legacy) { if (D->blocking_tail > start) start = D->blocking_tail; }
-    else if (!(s->flags & STREAM_NONBLOCKING) && D->legacy->tail > start) start = D->legacy->tail;
+    uint64_t start = start_on(s, host);
     TW_UNLOCK();
     return start;
 }
@@ -223,6 +226,7 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     int dev = s->dev;
     if (!op->duration) op->duration = tw_predict_ex(dev, op, &op->layer);
     else if (op->kind != TW_OP_GRAPH) op->layer = -1;
+    op->duration = tw_power_stretch(dev, op, start_on(s, host), op->duration);
     uint64_t end, start = place(s, host, op->duration, &end);
     tw_device_state *D = &tw_devices[dev];
     if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) D->copies++;

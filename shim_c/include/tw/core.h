@@ -321,6 +321,7 @@ typedef enum {
     TW_LAYER_GRAPH = 4,      /* a graph launch: the sum of its nodes' predictions */
     TW_LAYER_STEP = 5,       /* attention timed from the integration's step context (step.c) */
     TW_LAYER_SIBLING = 6,    /* the rows of the same kernel recorded on other element types */
+    TW_LAYER_SUSTAINED = 0x100,  /* flag: the rows were measured inside sustained work (the power cap in them) */
 } tw_layer;
 /* A kernel name with its C++ scalar types replaced by their sizes ("@4"; sized = 0: "@"), the sibling
  * layer's key; malloc'd */
@@ -339,6 +340,8 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op);
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
 /* The analytical layer, in seconds (profile.c scales measured times between GPUs with it). */
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
+/* Whether an annotated launch (GEMM, attention) is bound by compute rather than memory on s */
+int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op);
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
 /* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns. */

@@ -1,0 +1,39 @@
+/* The card's power cap: under sustained compute-bound work an H200 lowers its clock, and its GEMMs take
+ * longer than the profile's rows, which were measured in short repetitions at full clock.
+ *
+ * Measured on the H200 (predictors/data/h200/power_2026-11-30 and -30b; every GEMM timed with its own events,
+ * predictors/calibration/power_dynamics.py): 30-60 ms after compute-bound work begins the card slows, by
+ * 1.10-1.14x at first and 1.15-1.20x after about 100 ms; the same happens at duty cycles of 30, 60 and 82%
+ * (bursts separated by 20-25 ms idle gaps, which do not restore the clock), and to a whole Llama layer at
+ * 8192 tokens (1.08-1.15x); an idle gap of 100 ms or more restores the full clock; memory-bound copies are
+ * not slowed. The model: a run of compute-bound work starts at the first such kernel after a gap of more
+ * than RESET_NS without one; kernels that start ONSET_NS or later into the run are stretched, by FIRST for
+ * FIRST_NS and by LATER after that.
+ *
+ * Only what the profile measured at full clock is stretched: rows measured inside sustained runs (vLLM's
+ * in-situ GEMMs, flagged `sustained` by profile.c) and the FlashAttention step model already carry the
+ * slowdown. Graph replays are neither stretched nor counted. TIMEWARP_POWER=0 turns the model off. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include "internal.h"
+
+#define ONSET_NS 40000000ull     /* 30-60 ms measured */
+#define RESET_NS 60000000ull     /* 25 ms of idle did not restore the clock, 100 ms did */
+#define FIRST_NS 60000000ull
+#define FIRST 1.12
+#define LATER 1.16
+
+static int enabled = -1;
+
+uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur) {
+    if (enabled < 0) { const char *e = getenv("TIMEWARP_POWER"); enabled = !(e && e[0] == '0'); }
+    if (!enabled || op->kind != TW_OP_KERNEL || dev < 0 || dev >= TW_MAX_DEVICES) return dur;
+    tw_device_state *D = &tw_devices[dev];
+    if (!D->spec || !tw_compute_bound(D->spec, op)) return dur;
+    if (!D->hot_since || start > D->hot_until + RESET_NS) D->hot_since = start;
+    uint64_t into = start - D->hot_since;
+    int measured_hot = op->layer == TW_LAYER_STEP || op->layer < 0 || (op->layer & TW_LAYER_SUSTAINED);
+    if (into >= ONSET_NS && !measured_hot) dur = (uint64_t)(dur * (into < ONSET_NS + FIRST_NS ? FIRST : LATER));
+    if (start + dur > D->hot_until) D->hot_until = start + dur;
+    return dur;
+}
