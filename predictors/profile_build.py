@@ -26,7 +26,7 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
 - copies and memsets: odd powers of two of the byte count are held out. Pinned copies the vLLM recording has (device
   times of vLLM's small cudaMemcpyAsync, 4 B to 32 KiB) replace the eager-loop rows over that range, which
   time the host's launch rate rather than the device.
-- kernels without an annotation (kernels_2026-11-29 and -29b, recorded with integrations/record.py): workloads whose
+- kernels without an annotation (kernels_2026-11-29, -29b and -30, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.
 - kernels without an annotation recorded inside a real vLLM 0.24.0 run (vllm_kernels_2026-11-30, the recorder
@@ -65,7 +65,8 @@ HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"          # every measured row: what `timewarp run` uses
 FIT_OUT = HERE / "data" / "h200" / "profile_fit.tsv"          # fitted rows only: what `timewarp validate` uses
-KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet" for d in ("kernels_2026-11-29", "kernels_2026-11-29b")]
+KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
+           for d in ("kernels_2026-11-29", "kernels_2026-11-29b", "kernels_2026-11-30")]
 VLLM_DIR = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
 VLLM_KERNELS = [VLLM_DIR / "kernels.parquet"]
 # kernels whose time comes from elsewhere: GEMMs (the cuBLAS annotation) and the attention kernels step.c
@@ -73,7 +74,7 @@ VLLM_KERNELS = [VLLM_DIR / "kernels.parquet"]
 GEMM_KERNEL = r"^nvjet|gemm|gemv|xmma|tensorop"
 STEP_KERNEL = r"FlashAttnFwdSm90|FlashAttnFwdSm80|^(?!.*pytorch_flash)(?!.*combine).*flash_fwd_(?:splitkv_)?kernel"
 KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding", "sdpa_backends",
-                   "compile_sizes"}
+                   "compile_sizes", "fills"}
 
 DTYPE = {"bf16": 14, "fp16": 2, "fp32": 0, "tf32": 0}          # cudaDataType_t of A
 GEMM_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
