@@ -136,13 +136,12 @@ def test_memsets_take_their_measured_device_time(tmp_path):
 
 
 def test_a_kernel_on_another_element_type_of_the_same_size_takes_its_siblings_time(tmp_path):
-    """The profile has one launch of the int fill (one block) and a range of the float fill. A fill of 16 Mi
-    ints takes the float fill's time for that launch (sibling layer), not the one-block launch's time scaled
-    by 16384 blocks (6.27 ms before the fix); a fill of bytes, which has no 1-byte sibling, stays on the
-    roofline rather than borrowing a 4-byte kernel's time."""
+    """Fills of uint16 and complex64 were never recorded; fills of int16 (2 bytes) and of int64 and float64
+    (8 bytes) were. A launch of the unrecorded kernel takes its same-size sibling's time for that launch
+    (sibling layer), not the roofline's; the demangler's "complex<float> >" spacing does not keep them apart."""
     code = """
     import torch
-    for dt in (torch.int32, torch.float32, torch.uint8):
+    for dt in (torch.uint16, torch.int16, torch.complex64, torch.int64):
         torch.empty(1 << 24, dtype=dt, device="cuda").fill_(1)
     torch.cuda.synchronize()
     print("{}")
@@ -152,15 +151,38 @@ def test_a_kernel_on_another_element_type_of_the_same_size_takes_its_siblings_ti
     assert run.rc == 0, run.stderr[-3000:]
     fills = {}
     for e in json.loads(trace.read_text())["traceEvents"]:
-        for t, mangled in (("int", "FillFunctorIiE"), ("float", "FillFunctorIfE"), ("uchar", "FillFunctorIhE")):
+        for t, mangled in (("u16", "FillFunctorItE"), ("i16", "FillFunctorIsE"), ("c64", "FillFunctorIN3c107complexIfEE"),
+                           ("i64", "FillFunctorIlE")):
             if mangled in e["name"]:
                 fills[t] = e
-    assert set(fills) == {"int", "float", "uchar"}
-    assert fills["int"]["args"]["grid"] == fills["float"]["args"]["grid"]
-    assert fills["int"]["args"]["layer"] == "sibling"
-    assert fills["int"]["dur"] == pytest.approx(fills["float"]["dur"], rel=1e-3)
-    assert fills["int"]["dur"] < 100                      # us: 64 MiB written, not 6 ms
-    assert fills["uchar"]["args"]["layer"] == "roofline"
+    assert set(fills) == {"u16", "i16", "c64", "i64"}
+    for new, known in (("u16", "i16"), ("c64", "i64")):
+        assert fills[new]["args"]["grid"] == fills[known]["args"]["grid"]
+        assert fills[new]["args"]["layer"] == "sibling"
+        assert fills[known]["args"]["layer"] in ("exact", "interp")
+        assert fills[new]["dur"] == pytest.approx(fills[known]["dur"], rel=0.05)
+
+
+def test_a_large_launch_is_not_its_one_block_row_scaled_by_the_block_count():
+    """A kernel recorded only at one block (FillFunctor<int> in an earlier profile) launched with 16384
+    blocks took that row's time times 16384 (6.27 ms for a 64 MiB fill); now at most its roofline."""
+    prof = pathlib.Path(__file__).parent / "_one_block_profile.tsv"
+    name = ("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<int>, std::array<char*, 1ul> >"
+            "(int, at::native::FillFunctor<int>, std::array<char*, 1ul>)")
+    prof.write_text(f"gpu\tH200\nkern\t1\t1\t1\t128\t1\t1\t383\t{name}\n")
+    try:
+        run = run_emulated("""
+        import json, torch
+        x = torch.empty(1 << 24, dtype=torch.int32, device="cuda")
+        x.fill_(1); torch.cuda.synchronize()
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        e0.record(); x.fill_(2); e1.record(); e1.synchronize()
+        print(json.dumps({"us": e0.elapsed_time(e1) * 1e3}))
+        """, env={"TIMEWARP_PROFILE": str(prof)})
+    finally:
+        prof.unlink()
+    assert run.rc == 0, run.stderr[-3000:]
+    assert 5 < run.result["us"] < 100, run.result      # about the roofline's 10 us, not 16384 x 0.383 us
 
 
 POWER_PROG = """

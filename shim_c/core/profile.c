@@ -538,6 +538,7 @@ char *tw_kernel_type_signature(const char *name, int sized) {
             }
         }
         if (used) { i += used; continue; }
+        if (name[i] == ' ' && name[i + 1] == '>') { i++; continue; }   /* "complex<float> >" -> "@8>" */
         *o++ = name[i++];
     }
     *o = 0;
