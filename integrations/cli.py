@@ -6,7 +6,7 @@
     timewarp gpus
     timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
     timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE] [--no-programs]
-    timewarp record [--out DIR] -- script.py ARGS ...      (on a real GPU)
+    timewarp record [--shim] [--out DIR] -- CMD ARGS ...   (on a real GPU)
 """
 from __future__ import annotations
 
@@ -204,9 +204,14 @@ def env_cmd(ctx, gpu, gpus, report, trace, strict) -> None:
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 @click.pass_context
 def record(ctx, args) -> None:
-    """On a real GPU: run a Python program unmodified under the profiler and write one row per kernel, copy
-    and memset, keyed as the emulator keys its launches (`timewarp record [--out DIR] -- script.py ARGS`;
-    `timewarp record --help-recorder` lists the recorder's options)."""
+    """On a real GPU: run a program unmodified and write one row per kernel, copy and memset, keyed as the
+    emulator keys its launches. `timewarp record --shim [--out DIR] -- CMD ARGS` preloads the recorder library
+    (any program; GEMMs keyed by cuBLAS's view); `timewarp record [--out DIR] -- script.py ARGS` runs a Python
+    program under torch.profiler (operator shapes and labels too); `--help-recorder` lists its options."""
+    if list(args[:1]) == ["--shim"]:
+        from timewarp.integrations import record_shim
+
+        ctx.exit(record_shim.main(list(args[1:])))
     from timewarp.integrations import record as rec
 
     argv = ["--help"] if list(args) == ["--help-recorder"] else list(args)

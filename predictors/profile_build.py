@@ -3,6 +3,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
 
     gpu   <catalog key of the GPU measured>
     gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns> [1] cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N];
+                                                                    a_type 77: fp32 computed as TF32;
                                                                     1: measured inside sustained work (power.c)
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
@@ -76,7 +77,9 @@ STEP_KERNEL = r"FlashAttnFwdSm90|FlashAttnFwdSm80|^(?!.*pytorch_flash)(?!.*combi
 KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding", "sdpa_backends",
                    "compile_sizes", "fills"}
 
-DTYPE = {"bf16": 14, "fp16": 2, "fp32": 0, "tf32": 0}          # cudaDataType_t of A
+# cudaDataType_t of A; 77 (CUBLAS_COMPUTE_32F_FAST_TF32) marks fp32 operands computed as TF32, which
+# profile.c matches against fp32 launches whose compute type is TF32 (4x faster than plain fp32)
+DTYPE = {"bf16": 14, "fp16": 2, "fp32": 0, "tf32": 77}
 GEMM_TOKENS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
 HELD_OUT_SHAPES = {(10240, 8192), (4096, 14336)}               # (M, K) in cuBLAS terms = (n_out, k)
 ATTN_LENGTHS = [128, 512, 1024, 2048, 4096]

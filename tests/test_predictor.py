@@ -210,9 +210,9 @@ print(json.dumps({"run": run, "after": after}))
 def test_sustained_gemms_slow_down_under_the_power_cap():
     """Measured on the H200 (predictors/data/h200/power_2026-11-30b): back-to-back compute-bound GEMMs keep
     their full-clock time for the first 30-60 ms, then take 1.10-1.20x as long; 100 ms of idle restores the
-    full clock. TIMEWARP_POWER=0 turns the model off."""
-    on = run_emulated(POWER_PROG)
-    off = run_emulated(POWER_PROG, env={"TIMEWARP_POWER": "0"})
+    full clock. The model is opt-in (TIMEWARP_POWER=1); off by default."""
+    on = run_emulated(POWER_PROG, env={"TIMEWARP_POWER": "1"})
+    off = run_emulated(POWER_PROG)
     assert on.rc == 0 and off.rc == 0, (on.stderr + off.stderr)[-3000:]
     # the first GEMM of each burst also waits for the host's launch after its start event: skip it
     run, after, flat = on.result["run"], on.result["after"], off.result["run"][1:]
@@ -233,6 +233,6 @@ def test_rows_measured_inside_sustained_work_are_not_slowed_again(tmp_path):
     """vLLM's in-situ GEMM rows (flagged 1 after the time) were measured while the card was already capped."""
     prof = tmp_path / "profile.tsv"
     prof.write_text("gpu\tH200\ngemm\t14\t0\t0\t8192\t8192\t8192\t1\t1500000\t1\n")
-    run = run_emulated(POWER_PROG, env={"TIMEWARP_PROFILE": str(prof)})
+    run = run_emulated(POWER_PROG, env={"TIMEWARP_PROFILE": str(prof), "TIMEWARP_POWER": "1"})
     assert run.rc == 0, run.stderr[-3000:]
     assert {round(d, 4) for d in run.result["run"][1:]} == {1.5}

@@ -35,6 +35,7 @@ struct tw_graph_exec {
     size_t neffects;
     uint64_t *offsets;        /* start of each node relative to the launch */
     uint64_t total, kernels;
+    uint64_t hot, stretchable;  /* time of compute-bound nodes, and of those the power cap stretches (power.c) */
 };
 
 struct tw_capture {
@@ -188,6 +189,13 @@ static void lay_out(tw_graph_exec *x) {
         total += x->ops[i].duration;
     }
     x->total = total;
+    const tw_gpu_spec *spec = tw_device_spec(x->dev);
+    x->hot = x->stretchable = 0;
+    for (size_t i = 0; spec && i < x->n; i++)
+        if (tw_compute_bound(spec, &x->ops[i])) {
+            x->hot += x->ops[i].duration;
+            if (tw_power_stretchable(&x->ops[i])) x->stretchable += x->ops[i].duration;
+        }
 }
 
 static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
@@ -241,6 +249,10 @@ tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
 
 uint64_t tw_graph_exec_duration(const tw_graph_exec *x) { return x->total ? x->total : 1; }
 uint64_t tw_graph_exec_kernels(const tw_graph_exec *x) { return x->kernels; }
+void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable) {
+    *hot = x->hot;
+    *stretchable = x->stretchable;
+}
 
 void tw_graph_exec_side_effects(const tw_graph_exec *x, uint64_t start) {
     for (size_t i = 0; i < x->neffects; i++) {

@@ -22,8 +22,10 @@ typedef struct tw_device_state {
     uint64_t hot_since, hot_until;   /* the current run of compute-bound work (power.c); 0: none yet */
 } tw_device_state;
 
-/* power.c: op's duration on device dev when it starts at start, stretched where the power cap slows the card */
+/* power.c: op's duration on device dev when it starts at start, stretched where the power cap slows the card
+ * (kernels and graph replays); whether a predicted op's time may be stretched (measured at full clock) */
 uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur);
+int tw_power_stretchable(const tw_op *op);
 
 extern tw_device_state tw_devices[TW_MAX_DEVICES];
 extern int tw_ndevices;
