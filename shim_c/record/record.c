@@ -37,7 +37,7 @@
 #define CUPTI_FUNCS(X) X(cuptiSubscribe) X(cuptiEnableCallback) X(cuptiActivityEnable) \
     X(cuptiActivityRegisterCallbacks) X(cuptiActivityFlushAll) X(cuptiActivityGetNextRecord) \
     X(cuptiActivityGetNumDroppedRecords) X(cuptiActivityPushExternalCorrelationId) \
-    X(cuptiActivityPopExternalCorrelationId) X(cuptiGetResultString) X(cuptiGetGraphNodeId) X(cuptiGetCallbackName)
+    X(cuptiActivityPopExternalCorrelationId) X(cuptiGetResultString) X(cuptiGetGraphNodeId) X(cuptiGetCallbackName) X(cuptiActivityFlushPeriod)
 #define DECLARE(f) static __typeof__(&f) p_##f;
 CUPTI_FUNCS(DECLARE)
 
@@ -208,5 +208,7 @@ __attribute__((constructor)) static void attach(void) {
         fail("cuptiEnableCallback", r);
         return;
     }
+    /* buffers also go out every second: a process killed at the end (vLLM's EngineCore) loses at most that */
+    p_cuptiActivityFlushPeriod(1000);
     atexit(finish);
 }

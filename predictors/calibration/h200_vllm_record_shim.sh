@@ -1,0 +1,45 @@
+#!/bin/bash
+# vLLM 0.24.0 on the H200 under the recorder library (timewarp record --shim's libtimewarp_record.so,
+# carried in build/devlib): `vllm serve` of the Llama-3-8B-shaped folder (--load-format dummy, defaults)
+# with the library preloaded in every process, then `vllm bench serve` cases 1 and 2 of
+# integrations/bench/cases.sh. Run from the repository root after the vLLM parts were copied to /root/parts.
+# Writes $OUT/vllm_record_bundle.tar.gz: raw/rec.tsv.<pid>.gz (one per process), serve.log, bench.log,
+# case1.json, case2.json.
+set -u
+t0=$(date +%s)
+OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/raw"
+el() { echo $(( $(date +%s) - t0 )); }
+note() { echo "[$(el)s] $*" | tee -a "$OUT/bench.log"; }
+MODEL=$(cd integrations/models/llama3-8b-shape && pwd)
+. integrations/bench/cases.sh
+mkdir -p /tmp/site && cat /root/parts/part.* | xz -dc | tar -C /tmp/site -xf - || { note "unpack failed"; exit 2; }
+export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
+CUPTI=$(python3 -c "import glob,site; print((glob.glob(site.getsitepackages()[0] + '/nvidia/*/lib/libcupti.so*') + [''])[0])")
+note "unpacked; cupti $CUPTI"
+LD_PRELOAD=$PWD/build/devlib/libtimewarp_record.so TIMEWARP_RECORD_OUT=$OUT/raw/rec.tsv TIMEWARP_CUPTI=$CUPTI \
+  python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 > "$OUT/serve.log" 2>&1 &
+srv=$!
+ready=0
+while [ $(el) -lt 330 ]; do
+  kill -0 $srv 2>/dev/null || { note "server exited early"; break; }
+  if python3 -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:8000/health', timeout=2).status==200 else 1)" 2>/dev/null; then
+    ready=1; break
+  fi
+  sleep 2
+done
+note "ready=$ready"
+if [ $ready = 1 ]; then
+  for k in 1 2; do
+    read -r C I O N <<< "${SPEC[$k]}"
+    timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --model "$MODEL" \
+      --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
+      --max-concurrency $C --save-result --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
+    note "case$k rc=$?"
+  done
+fi
+kill -INT $srv; sleep 8; kill -9 $srv 2>/dev/null; pkill -9 -f "vllm.entrypoints" 2>/dev/null; sleep 1
+ls -la "$OUT/raw" | tee -a "$OUT/bench.log"
+grep -h "^E" "$OUT"/raw/rec.tsv.* | head -5 | tee -a "$OUT/bench.log"
+gzip "$OUT"/raw/rec.tsv.*
+(cd "$OUT" && tar czf /tmp/vllm_record_bundle.tar.gz . && rm -rf ./* && mv /tmp/vllm_record_bundle.tar.gz .)
+note "done"
