@@ -13,7 +13,8 @@ launches.parquet columns: pid, kind (kernel | memcpy | memset), name (mangled, a
 kernels), grid_x..z, block_x..z, static_smem, dynamic_smem, registers, stream, start_ns, dur_ns, graph_node
 (0 unless replayed from a graph), bytes, copy_kind / src_kind / dst_kind (CUPTI's enums: copy 1 HtoD, 2 DtoH,
 8 DtoD; memory 1 pageable, 2 pinned, 3 device), gemm_api, m, n, k, batch, a_type, b_type, c_type, compute,
-trans_a, trans_b, epilogue (the GEMM annotation, null elsewhere), launch_api, launch_api_dur_ns (the host's
+trans_a, trans_b, epilogue (the GEMM annotation, null elsewhere), gemm_call (the GEMM call's number: a call's
+kernels, split-K reductions too, share it and their replays' correlation), launch_api, launch_api_dur_ns (the host's
 time in the call that launched it; null for graph replays' nodes beyond the first), correlation.
 
 Differences from `timewarp record` (integrations/record.py, torch.profiler): any program (not only Python),
@@ -93,12 +94,14 @@ def parse(path: pathlib.Path) -> tuple[list[dict], list[str], int]:
             clones[int(f[1])] = int(f[2])
         elif tag == "A" and len(f) == 6:
             api[int(f[1])] = (f[5], int(f[3]) - int(f[2]))
-        elif tag in ("K", "M", "S"):
+        elif (tag, len(f)) in (("K", 16), ("M", 10), ("S", 7)):
             events.append(f)
         elif tag == "E":
             errors.append("\t".join(f[1:]))
         elif tag == "D" and len(f) == 2:
             dropped += int(f[1])
+        elif tag:   # a line cut short: the process was killed while writing it
+            errors.append(f"malformed row skipped: {line[:80]!r}")
     rows = []
     seen_corr = set()
     for f in events:
@@ -116,7 +119,7 @@ def parse(path: pathlib.Path) -> tuple[list[dict], list[str], int]:
         # the GEMM call it came from: the API call's (eager), or its graph node's capture (replayed)
         g = corr_gemm.get(corr) if not node else node_gemm.get(node, node_gemm.get(clones.get(node, -1)))
         if g in gemms:
-            r.update(gemms[g])
+            r.update(gemms[g], gemm_call=g)
         if corr in api and corr not in seen_corr:
             r["launch_api"], r["launch_api_dur_ns"] = api[corr]
             seen_corr.add(corr)

@@ -28,7 +28,7 @@ def real_keys(path: str) -> dict:
     out: dict = {}
     k = df[df.kind == "kernel"]
     if "m" in k:
-        g = k[k.m.notna()].groupby(["pid", "correlation", "graph_node", *GEMM_KEY]).dur_ns.sum().reset_index()
+        g = k[k.m.notna()].groupby(["pid", "correlation", "gemm_call", *GEMM_KEY]).dur_ns.sum().reset_index()
         for r in g.itertuples():
             out.setdefault(("gemm", tuple(int(getattr(r, c)) for c in GEMM_KEY)), []).append(r.dur_ns / 1e3)
         k = k[k.m.isna()]

@@ -2,9 +2,10 @@
 # vLLM 0.24.0 on the H200 under the recorder library (timewarp record --shim's libtimewarp_record.so,
 # carried in build/devlib): `vllm serve` of the Llama-3-8B-shaped folder (--load-format dummy, defaults)
 # with the library preloaded in every process, then `vllm bench serve` cases 1 and 2 of
-# integrations/bench/cases.sh. Run from the repository root after the vLLM parts were copied to /root/parts.
-# Writes $OUT/vllm_record_bundle.tar.gz: raw/rec.tsv.<pid>.gz (one per process), serve.log, bench.log,
-# case1.json, case2.json.
+# integrations/bench/cases.sh with fewer prompts (8 and 16: the rows of every kernel must fit the 16 MiB per
+# file that comes back). Run from the repository root after the vLLM parts were copied to /root/parts.
+# Writes to $OUT: rec.tsv.<pid>.gz of the processes that used the GPU (split in 15 MiB pieces .gz.aa, ...),
+# serve.log, bench.log, case1.json, case2.json.
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/raw"
@@ -31,6 +32,7 @@ note "ready=$ready"
 if [ $ready = 1 ]; then
   for k in 1 2; do
     read -r C I O N <<< "${SPEC[$k]}"
+    N=$(( k == 1 ? 8 : 16 ))
     timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --model "$MODEL" \
       --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
       --max-concurrency $C --save-result --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
@@ -38,8 +40,15 @@ if [ $ready = 1 ]; then
   done
 fi
 kill -INT $srv; sleep 8; kill -9 $srv 2>/dev/null; pkill -9 -f "vllm.entrypoints" 2>/dev/null; sleep 1
-ls -la "$OUT/raw" | tee -a "$OUT/bench.log"
+ls -la "$OUT/raw" | grep -v " 4 Nov" | tee -a "$OUT/bench.log"
 grep -h "^E" "$OUT"/raw/rec.tsv.* | head -5 | tee -a "$OUT/bench.log"
-gzip "$OUT"/raw/rec.tsv.*
-(cd "$OUT" && tar czf /tmp/vllm_record_bundle.tar.gz . && rm -rf ./* && mv /tmp/vllm_record_bundle.tar.gz .)
+for f in "$OUT"/raw/rec.tsv.*; do
+  [ $(stat -c %s "$f") -gt 100 ] || continue
+  gzip -c "$f" > "$OUT/$(basename $f).gz"
+  if [ $(stat -c %s "$OUT/$(basename $f).gz") -gt 15000000 ]; then
+    split -b 15M "$OUT/$(basename $f).gz" "$OUT/$(basename $f).gz." && rm "$OUT/$(basename $f).gz"
+  fi
+done
+rm -rf "$OUT/raw"
+ls -la "$OUT" | tee -a "$OUT/bench.log"
 note "done"
