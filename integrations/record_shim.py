@@ -9,7 +9,9 @@ GPU's timestamps) and the host's time inside each launch, copy, memset and graph
 runtime and driver API records. Kernels replayed from a CUDA graph carry the annotation of their capture
 (CUPTI's graph-node callbacks). Every process the program starts is recorded (one raw file each).
 
-launches.parquet columns: pid, kind (kernel | memcpy | memset), name (mangled, as the emulator's trace names
+launches.parquet carries the provenance (provenance.json: date, command, host, GPU, driver, CUDA packages, the
+clocks at the end) as schema metadata under `timewarp_provenance`, as integrations/record.py's tables do.
+Columns: pid, kind (kernel | memcpy | memset), name (mangled, as the emulator's trace names
 kernels), grid_x..z, block_x..z, static_smem, dynamic_smem, registers, stream, start_ns, dur_ns, graph_node
 (0 unless replayed from a graph), bytes, copy_kind / src_kind / dst_kind (CUPTI's enums: copy 1 HtoD, 2 DtoH,
 8 DtoD; memory 1 pageable, 2 pinned, 3 device), gemm_api, m, n, k, batch, a_type, b_type, c_type, compute,
@@ -63,6 +65,32 @@ def find_cupti() -> str | None:
     return None
 
 
+def provenance(cmd: list[str]) -> dict:
+    """Where and how the recording was made: date, command, host, the GPU and driver (nvidia-smi), the CUDA
+    packages of this Python environment (the program's, when it is a Python program of the same one)."""
+    import datetime
+    import importlib.metadata as md
+    import platform
+    import socket
+
+    from . import record
+
+    prov = {"run_date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": " ".join(cmd), "recorder": "libtimewarp_record.so (timewarp record --shim)",
+            "platform": platform.platform(), "host_cpu": record._cpu_model(), "nproc": os.cpu_count(),
+            "hostname": socket.gethostname(), "driver": record._driver_version(), "cupti": find_cupti()}
+    try:
+        r = subprocess.run(["nvidia-smi", "--query-gpu=name,clocks.max.sm,power.limit", "--format=csv,noheader"],
+                           capture_output=True, text=True, timeout=10)
+        prov["gpus"] = r.stdout.strip().splitlines()
+    except (OSError, subprocess.SubprocessError):
+        prov["gpus"] = None
+    prov["packages"] = dict(sorted((d.metadata["Name"].lower(), d.version) for d in md.distributions()
+                                   if (d.metadata["Name"] or "").lower().startswith(("nvidia-", "torch", "vllm",
+                                                                                      "triton", "flashinfer"))))
+    return prov
+
+
 def run(cmd: list[str], out: pathlib.Path) -> int:
     raw = out / "raw"
     raw.mkdir(parents=True, exist_ok=True)
@@ -74,7 +102,16 @@ def run(cmd: list[str], out: pathlib.Path) -> int:
     cupti = find_cupti()
     if cupti:
         env["TIMEWARP_CUPTI"] = cupti
-    return subprocess.call(cmd, env=env)
+    (out / "provenance.json").write_text(json.dumps(provenance(cmd), indent=1, default=str))
+    rc = subprocess.call(cmd, env=env)
+    try:   # the clocks at the end: whether the card was power-capped (docs/LIMITATIONS.md)
+        from . import record
+        prov = json.loads((out / "provenance.json").read_text())
+        prov["gpu_clocks_at_end"] = record._gpu_clocks()
+        (out / "provenance.json").write_text(json.dumps(prov, indent=1, default=str))
+    except Exception:  # noqa: BLE001  provenance must never cost the recording
+        pass
+    return rc
 
 
 def parse(path: pathlib.Path) -> tuple[list[dict], list[str], int]:
@@ -141,7 +178,15 @@ def build(out: pathlib.Path) -> dict:
     df = pd.DataFrame(rows)
     if len(df):
         df = df.sort_values(["pid", "start_ns"]).reset_index(drop=True)
-    df.to_parquet(out / "launches.parquet", index=False)
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    table = pa.Table.from_pandas(df, preserve_index=False)
+    prov = out / "provenance.json"
+    if prov.exists():   # the same key integrations/record.py uses
+        table = table.replace_schema_metadata({**(table.schema.metadata or {}),
+                                               b"timewarp_provenance": prov.read_bytes()})
+    pq.write_table(table, out / "launches.parquet")
     summary = {"processes": pids, "rows": len(df), "errors": errors, "dropped_records": dropped,
                "kernels": int((df.kind == "kernel").sum()) if len(df) else 0,
                "gemm_kernels": int(df.m.notna().sum()) if "m" in df else 0,

@@ -1,6 +1,7 @@
 """The recorder library (shim_c/record, `timewarp record --shim`). Its measurements need a real GPU (CUPTI);
 here: the program runs through it unchanged (every call passed through, here to the emulator's libraries),
 a CUPTI that refuses is reported by name, and the raw rows join into the emulator's keys."""
+import json
 import sys
 
 import pytest
@@ -38,6 +39,8 @@ def test_a_program_runs_unchanged_through_the_recorder_and_a_refusing_cupti_is_n
     assert run.result["rc"] == 3                                       # nothing recorded: an error exit
     assert "cuptiActivityRegisterCallbacks: CUPTI_ERROR_NOT_SUPPORTED" in run.stderr
     assert (out / "launches.parquet").exists() and (out / "summary.json").exists()
+    prov = json.loads((out / "provenance.json").read_text())
+    assert prov["command"].endswith("p.py") and prov["run_date"]
 
 
 RAW = """G\t1\tcublasGemmEx\t512\t64\t256\t1\t14\t14\t14\t68\t1\t0\t1
