@@ -75,6 +75,59 @@ static inline int tw_compute_type_valid(int c)
 
 static inline int tw_op_valid(int op) { return op == CUBLAS_OP_N || op == CUBLAS_OP_T || op == CUBLAS_OP_C; }
 
+/* The compute type cuBLAS runs a GEMM with, from the handle's math mode (cublasSetMathMode) and, for the Ex
+ * entry points, the compute type passed (-1: invalid). Shared by the fake cuBLAS and the recorder library
+ * (shim_c/record), so that both annotate a call alike. */
+
+static inline int tw_blas_compute_for(int math_mode, int data_type)
+{
+    int mm = math_mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+    switch (data_type) {
+    case CUDA_R_32F: case CUDA_C_32F:
+        if (mm == CUBLAS_PEDANTIC_MATH) return CUBLAS_COMPUTE_32F_PEDANTIC;
+        if (mm == CUBLAS_TF32_TENSOR_OP_MATH) return CUBLAS_COMPUTE_32F_FAST_TF32;
+        if (mm == CUBLAS_FP32_EMULATED_BF16X9_MATH) return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
+        if (mm == CUBLAS_TENSOR_OP_MATH) return CUBLAS_COMPUTE_32F_FAST_16F;
+        return CUBLAS_COMPUTE_32F;
+    case CUDA_R_64F: case CUDA_C_64F:
+        if (mm == CUBLAS_PEDANTIC_MATH) return CUBLAS_COMPUTE_64F_PEDANTIC;
+        if (mm == CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH) return CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT;
+        return CUBLAS_COMPUTE_64F;
+    case CUDA_R_16F: case CUDA_C_16F:
+        return mm == CUBLAS_PEDANTIC_MATH ? CUBLAS_COMPUTE_16F_PEDANTIC : CUBLAS_COMPUTE_16F;
+    default:
+        return CUBLAS_COMPUTE_32F;
+    }
+}
+
+static inline int tw_blas_compute_ex(int math_mode, int compute, int a_type, int b_type)
+{
+    int legacy = 0;
+    switch (compute) { /* a cudaDataType_t given as compute type (pre-CUDA 11 callers) */
+    case CUDA_R_16F: compute = CUBLAS_COMPUTE_16F; legacy = 1; break;
+    case CUDA_R_32F: case CUDA_C_32F: compute = CUBLAS_COMPUTE_32F; legacy = 1; break;
+    case CUDA_R_64F: case CUDA_C_64F: compute = CUBLAS_COMPUTE_64F; legacy = 1; break;
+    case CUDA_R_32I: compute = CUBLAS_COMPUTE_32I; legacy = 1; break;
+    default: break;
+    }
+    if (!tw_compute_type_valid(compute)) return -1;
+    int mm = math_mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION;
+    if (legacy && mm == CUBLAS_PEDANTIC_MATH) {
+        if (compute == CUBLAS_COMPUTE_16F) return CUBLAS_COMPUTE_16F_PEDANTIC;
+        if (compute == CUBLAS_COMPUTE_32F) return CUBLAS_COMPUTE_32F_PEDANTIC;
+        if (compute == CUBLAS_COMPUTE_64F) return CUBLAS_COMPUTE_64F_PEDANTIC;
+        if (compute == CUBLAS_COMPUTE_32I) return CUBLAS_COMPUTE_32I_PEDANTIC;
+    }
+    int f32_in = (a_type == CUDA_R_32F || a_type == CUDA_C_32F) && (b_type == CUDA_R_32F || b_type == CUDA_C_32F);
+    if (compute == CUBLAS_COMPUTE_32F && f32_in) {
+        if (mm == CUBLAS_TF32_TENSOR_OP_MATH) return CUBLAS_COMPUTE_32F_FAST_TF32;
+        if (mm == CUBLAS_FP32_EMULATED_BF16X9_MATH) return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
+    }
+    if (compute == CUBLAS_COMPUTE_64F && mm == CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH)
+        return CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT;
+    return compute;
+}
+
 /* Kernel objects, interned once per call site. */
 static inline tw_kernel *tw_blas_kernel(tw_kernel **slot, const char *name)
 {

@@ -5,55 +5,11 @@
 
 static tw_kernel *k_gemm;
 
-static int math_base(cublasHandle_t h) { return h->math_mode & ~CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION; }
-
-int tw_cublas_compute_for(cublasHandle_t h, int data_type)
-{
-    int mm = math_base(h);
-    switch (data_type) {
-    case CUDA_R_32F: case CUDA_C_32F:
-        if (mm == CUBLAS_PEDANTIC_MATH) return CUBLAS_COMPUTE_32F_PEDANTIC;
-        if (mm == CUBLAS_TF32_TENSOR_OP_MATH) return CUBLAS_COMPUTE_32F_FAST_TF32;
-        if (mm == CUBLAS_FP32_EMULATED_BF16X9_MATH) return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
-        if (mm == CUBLAS_TENSOR_OP_MATH) return CUBLAS_COMPUTE_32F_FAST_16F;
-        return CUBLAS_COMPUTE_32F;
-    case CUDA_R_64F: case CUDA_C_64F:
-        if (mm == CUBLAS_PEDANTIC_MATH) return CUBLAS_COMPUTE_64F_PEDANTIC;
-        if (mm == CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH) return CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT;
-        return CUBLAS_COMPUTE_64F;
-    case CUDA_R_16F: case CUDA_C_16F:
-        return mm == CUBLAS_PEDANTIC_MATH ? CUBLAS_COMPUTE_16F_PEDANTIC : CUBLAS_COMPUTE_16F;
-    default:
-        return CUBLAS_COMPUTE_32F;
-    }
-}
+int tw_cublas_compute_for(cublasHandle_t h, int data_type) { return tw_blas_compute_for(h->math_mode, data_type); }
 
 int tw_cublas_compute_ex(cublasHandle_t h, int compute, int a_type, int b_type)
 {
-    int legacy = 0;
-    switch (compute) { /* a cudaDataType_t given as compute type (pre-CUDA 11 callers) */
-    case CUDA_R_16F: compute = CUBLAS_COMPUTE_16F; legacy = 1; break;
-    case CUDA_R_32F: case CUDA_C_32F: compute = CUBLAS_COMPUTE_32F; legacy = 1; break;
-    case CUDA_R_64F: case CUDA_C_64F: compute = CUBLAS_COMPUTE_64F; legacy = 1; break;
-    case CUDA_R_32I: compute = CUBLAS_COMPUTE_32I; legacy = 1; break;
-    default: break;
-    }
-    if (!tw_compute_type_valid(compute)) return -1;
-    int mm = math_base(h);
-    if (legacy && mm == CUBLAS_PEDANTIC_MATH) {
-        if (compute == CUBLAS_COMPUTE_16F) return CUBLAS_COMPUTE_16F_PEDANTIC;
-        if (compute == CUBLAS_COMPUTE_32F) return CUBLAS_COMPUTE_32F_PEDANTIC;
-        if (compute == CUBLAS_COMPUTE_64F) return CUBLAS_COMPUTE_64F_PEDANTIC;
-        if (compute == CUBLAS_COMPUTE_32I) return CUBLAS_COMPUTE_32I_PEDANTIC;
-    }
-    int f32_in = (a_type == CUDA_R_32F || a_type == CUDA_C_32F) && (b_type == CUDA_R_32F || b_type == CUDA_C_32F);
-    if (compute == CUBLAS_COMPUTE_32F && f32_in) {
-        if (mm == CUBLAS_TF32_TENSOR_OP_MATH) return CUBLAS_COMPUTE_32F_FAST_TF32;
-        if (mm == CUBLAS_FP32_EMULATED_BF16X9_MATH) return CUBLAS_COMPUTE_32F_EMULATED_16BFX9;
-    }
-    if (compute == CUBLAS_COMPUTE_64F && mm == CUBLAS_FP64_EMULATED_FIXEDPOINT_MATH)
-        return CUBLAS_COMPUTE_64F_EMULATED_FIXEDPOINT;
-    return compute;
+    return tw_blas_compute_ex(h->math_mode, compute, a_type, b_type);
 }
 
 static int64_t max1(int64_t v) { return v > 1 ? v : 1; }

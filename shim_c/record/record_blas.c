@@ -1,7 +1,8 @@
 /* The recorder's GEMM entry points: each is the real cuBLAS/cuBLASLt function (dlsym RTLD_NEXT), called
  * with the same arguments, between tw_rec_gemm_begin and tw_rec_gemm_end, so that the kernels it launches
  * carry the annotation the emulator's fake cuBLAS records for the same call (shim_c/cublas/gemm.c: m, n, k,
- * batch, the three data types, the compute type as passed, transposes, epilogue 1; cuBLASLt,
+ * batch, the three data types, the compute type cuBLAS runs it with (blas_common.h's tw_blas_compute_ex and
+ * tw_blas_compute_for, from the handle's math mode: fp32 under TF32 math is 77), transposes, epilogue 1; cuBLASLt,
  * shim_c/cublaslt/matmul.c: m, n from D's layout, k from A's (TRANSA considered), batch from D's
  * BATCH_COUNT, types from the layouts, compute type, transposes and epilogue from the descriptor).
  *
@@ -15,10 +16,9 @@
 #include <stdint.h>
 #include <string.h>
 #include "record.h"
+#include "blas_common.h"
 
 typedef int st_t;   /* cublasStatus_t */
-#define R_32F 0
-#define COMPUTE_32F 68
 #define LT_LAYOUT_TYPE 0
 #define LT_LAYOUT_ROWS 2
 #define LT_LAYOUT_COLS 3
@@ -47,6 +47,16 @@ static void *real_symbol(const char *name, int lt) {
     if (!real_##name) real_##name = (type)real_symbol(#name, !strncmp(#name, "cublasLt", 8)); \
     if (!real_##name) return 7 /* CUBLAS_STATUS_INVALID_VALUE: no real library below us */
 
+/* the handle's math mode, from the real library (0, the default, if it cannot be asked) */
+static int math_mode(void *h) {
+    typedef st_t (*get_t)(void *, int *);
+    static get_t get;
+    if (!get) get = (get_t)real_symbol("cublasGetMathMode", 0);
+    int mode = 0;
+    if (!get || get(h, &mode) != 0) return 0;
+    return mode;
+}
+
 #define AROUND(gemm, call) do { \
         tw_rec_gemm g_ = gemm; \
         g_.id = ++calls; \
@@ -62,7 +72,8 @@ st_t cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alph
                   const void *B, int bt, int ldb, const void *beta, void *C, int ct, int ldc, int compute, int algo) {
     REAL(cublasGemmEx, gemm_ex_t);
     AROUND(((tw_rec_gemm){.m = m, .n = n, .k = k, .batch = 1, .a_type = at, .b_type = bt, .c_type = ct,
-                          .compute = compute, .trans_a = ta, .trans_b = tb, .epilogue = 1, .api = "cublasGemmEx"}),
+                          .compute = tw_blas_compute_ex(math_mode(h), compute, at, bt), .trans_a = ta, .trans_b = tb,
+                          .epilogue = 1, .api = "cublasGemmEx"}),
            real_cublasGemmEx(h, ta, tb, m, n, k, alpha, A, at, lda, B, bt, ldb, beta, C, ct, ldc, compute, algo));
 }
 
@@ -74,8 +85,8 @@ st_t cublasGemmStridedBatchedEx(void *h, int ta, int tb, int m, int n, int k, co
                                 void *C, int ct, int ldc, long long sc, int batch, int compute, int algo) {
     REAL(cublasGemmStridedBatchedEx, gemm_sb_ex_t);
     AROUND(((tw_rec_gemm){.m = m, .n = n, .k = k, .batch = batch, .a_type = at, .b_type = bt, .c_type = ct,
-                          .compute = compute, .trans_a = ta, .trans_b = tb, .epilogue = 1,
-                          .api = "cublasGemmStridedBatchedEx"}),
+                          .compute = tw_blas_compute_ex(math_mode(h), compute, at, bt), .trans_a = ta,
+                          .trans_b = tb, .epilogue = 1, .api = "cublasGemmStridedBatchedEx"}),
            real_cublasGemmStridedBatchedEx(h, ta, tb, m, n, k, alpha, A, at, lda, sa, B, bt, ldb, sb, beta, C, ct,
                                            ldc, sc, batch, compute, algo));
 }
@@ -85,9 +96,9 @@ typedef st_t (*sgemm_t)(void *, int, int, int, int, int, const float *, const fl
 st_t cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *alpha, const float *A, int lda,
                     const float *B, int ldb, const float *beta, float *C, int ldc) {
     REAL(cublasSgemm_v2, sgemm_t);
-    AROUND(((tw_rec_gemm){.m = m, .n = n, .k = k, .batch = 1, .a_type = R_32F, .b_type = R_32F, .c_type = R_32F,
-                          .compute = COMPUTE_32F, .trans_a = ta, .trans_b = tb, .epilogue = 1,
-                          .api = "cublasSgemm_v2"}),
+    AROUND(((tw_rec_gemm){.m = m, .n = n, .k = k, .batch = 1, .a_type = CUDA_R_32F, .b_type = CUDA_R_32F,
+                          .c_type = CUDA_R_32F, .compute = tw_blas_compute_for(math_mode(h), CUDA_R_32F),
+                          .trans_a = ta, .trans_b = tb, .epilogue = 1, .api = "cublasSgemm_v2"}),
            real_cublasSgemm_v2(h, ta, tb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc));
 }
 
@@ -97,9 +108,9 @@ st_t cublasSgemmStridedBatched(void *h, int ta, int tb, int m, int n, int k, con
                                int lda, long long sa, const float *B, int ldb, long long sb, const float *beta,
                                float *C, int ldc, long long sc, int batch) {
     REAL(cublasSgemmStridedBatched, sgemm_sb_t);
-    AROUND(((tw_rec_gemm){.m = m, .n = n, .k = k, .batch = batch, .a_type = R_32F, .b_type = R_32F,
-                          .c_type = R_32F, .compute = COMPUTE_32F, .trans_a = ta, .trans_b = tb, .epilogue = 1,
-                          .api = "cublasSgemmStridedBatched"}),
+    AROUND(((tw_rec_gemm){.m = m, .n = n, .k = k, .batch = batch, .a_type = CUDA_R_32F, .b_type = CUDA_R_32F,
+                          .c_type = CUDA_R_32F, .compute = tw_blas_compute_for(math_mode(h), CUDA_R_32F),
+                          .trans_a = ta, .trans_b = tb, .epilogue = 1, .api = "cublasSgemmStridedBatched"}),
            real_cublasSgemmStridedBatched(h, ta, tb, m, n, k, alpha, A, lda, sa, B, ldb, sb, beta, C, ldc, sc,
                                           batch));
 }
