@@ -1,5 +1,5 @@
 /* The card's power cap: under sustained compute-bound work an H200 lowers its clock, and its GEMMs take
- * longer than the profile's rows, which were measured in short repetitions at full clock.
+ * longer than at full clock.
  *
  * Measured on the H200 (predictors/data/h200/power_2026-11-30 and -30b; every GEMM timed with its own events,
  * predictors/calibration/power_dynamics.py): 30-60 ms after compute-bound work begins the card slows, by
@@ -10,9 +10,8 @@
  * than RESET_NS without one; kernels that start ONSET_NS or later into the run are stretched, by FIRST for
  * FIRST_NS and by LATER after that.
  *
- * Only what the profile measured at full clock is stretched: rows measured inside sustained runs (vLLM's
- * in-situ GEMMs, flagged `sustained` by profile.c) and the FlashAttention step model already carry the
- * slowdown. A CUDA graph replay counts as compute-bound work when it holds such nodes, and its stretchable
+ * Rows measured inside sustained runs (vLLM's in-situ GEMMs, flagged `sustained` by profile.c) and the
+ * FlashAttention step model already carry the slowdown and are not stretched. A CUDA graph replay counts as compute-bound work when it holds such nodes, and its stretchable
  * nodes' time is stretched (in a trace, its nodes keep their unstretched places).
  *
  * Off unless TIMEWARP_POWER=1: the microbenchmark lease whose GEMM rows the profile holds was itself capped

@@ -510,9 +510,9 @@ static double kern_interp(const char *name, const tw_op *op, int *layer, double 
     return 0;
 }
 
-/* A kernel's name with every C++ scalar type replaced by its size in bytes ("@1", "@2", ...), or by "@"
- * alone (sized = 0): kernels that differ only in element type (FillFunctor<bool> and FillFunctor<unsigned
- * char>, an add on float and on int) share it. Longer spellings come first. */
+/* A kernel's name with every C++ scalar type replaced by its size in bytes ("@1", "@2", ...): kernels that
+ * differ only in element type of the same size (FillFunctor<short> and FillFunctor<unsigned short>, an add
+ * on float and on int) share it. Longer spellings come first. */
 static const struct { const char *type; const char *size; } scalar_types[] = {
     {"unsigned long long", "@8"}, {"unsigned long", "@8"}, {"unsigned int", "@4"}, {"unsigned short", "@2"},
     {"unsigned char", "@1"}, {"signed char", "@1"}, {"long long", "@8"},
@@ -527,7 +527,7 @@ static const struct { const char *type; const char *size; } scalar_types[] = {
 
 static int ident_char(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'; }
 
-char *tw_kernel_type_signature(const char *name, int sized) {
+static char *size_signature(const char *name) {
     size_t n = strlen(name);
     char *out = malloc(n + 1), *o = out;   /* a size token is never longer than the type it replaces */
     if (!out) return NULL;
@@ -537,7 +537,7 @@ char *tw_kernel_type_signature(const char *name, int sized) {
         for (size_t t = 0; boundary && t < sizeof scalar_types / sizeof *scalar_types; t++) {
             size_t l = strlen(scalar_types[t].type);
             if (!strncmp(name + i, scalar_types[t].type, l) && !ident_char(name[i + l])) {
-                size_t sl = sized ? strlen(scalar_types[t].size) : 1;
+                size_t sl = strlen(scalar_types[t].size);
                 memcpy(o, scalar_types[t].size, sl);
                 o += sl;
                 used = l;
@@ -565,7 +565,7 @@ static int sibling_cmp(const void *a, const void *b) {
 static void index_siblings(void) {
     for (size_t i = 0; i < nkern; i++) {
         if (i > 0 && !strcmp(kerns[i].name, kerns[i - 1].name)) continue;
-        char *sig = tw_kernel_type_signature(kerns[i].name, 1);
+        char *sig = size_signature(kerns[i].name);
         if (!sig || !strcmp(sig, kerns[i].name)) { free(sig); continue; }   /* no scalar type in the name */
         sibling e = {sig, kerns[i].name};
         PUSH(siblings, nsibling, e);
@@ -579,7 +579,7 @@ static void index_siblings(void) {
  * copies or casts between types differ more. 0 when there is none. */
 static double sibling_interp(const char *name, const tw_op *op, int *layer, double *weak) {
     *weak = 0;
-    char *sig = tw_kernel_type_signature(name, 1);
+    char *sig = size_signature(name);
     if (!sig) return 0;
     size_t lo = 0, hi = nsibling;
     while (lo < hi) {

@@ -323,9 +323,7 @@ typedef enum {
     TW_LAYER_SIBLING = 6,    /* the rows of the same kernel recorded on other element types */
     TW_LAYER_SUSTAINED = 0x100,  /* flag: the rows were measured inside sustained work (the power cap in them) */
 } tw_layer;
-/* A kernel name with its C++ scalar types replaced by their sizes ("@4"; sized = 0: "@"), the sibling
- * layer's key; malloc'd */
-char *tw_kernel_type_signature(const char *name, int sized);
+
 uint64_t tw_predict(int dev, const tw_op *op);
 /* ---------------------------------------------------------------- step context (step.c) */
 /* A serving integration's description of the batch now being run: each request's query length (tokens
