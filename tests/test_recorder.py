@@ -81,3 +81,14 @@ def test_raw_rows_join_into_the_emulators_keys(tmp_path):
     assert (copy.bytes, copy.copy_kind, copy.dur_ns) == (4096, 1, 1000)
     assert df[df.kind == "memset"].iloc[0].bytes == 1024
     assert (df.pid == 4242).all()
+
+
+def test_a_missing_recorder_library_or_command_is_named(tmp_path):
+    import subprocess
+
+    env = dict(__import__("os").environ, TIMEWARP_LIB_DIR=str(tmp_path))
+    r = subprocess.run(timewarp_cmd("record", "--shim", "--out", str(tmp_path / "o"), "--", "true"),
+                       capture_output=True, text=True, env=env)
+    assert r.returncode == 2 and "libtimewarp_record.so is missing" in r.stderr and "cupti.h" in r.stderr
+    r = subprocess.run(timewarp_cmd("record", "--shim", "--out", str(tmp_path / "o")), capture_output=True, text=True)
+    assert r.returncode == 2 and "give the program to record after --" in r.stderr
