@@ -1,7 +1,11 @@
 """Acceptance 2 and 3: capacity is enforced with CUDA's errors; unimplemented calls are named, never crash."""
+import pathlib
+import shutil
+import subprocess
+
 import pytest
 
-from conftest import run_emulated
+from conftest import run_emulated, timewarp_cmd
 
 
 def test_allocating_past_capacity_raises_torch_oom():
@@ -72,3 +76,25 @@ def test_summary_names_unimplemented_calls_with_their_counts():
     """
     run = run_emulated(code)
     assert "unimplemented calls: cudaGraphicsUnmapResources x3" in run.stderr
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc to build a CUDA C++ program")
+@pytest.mark.parametrize("cudart", ["static", "shared"])
+def test_a_statically_linked_cuda_runtime_is_named_with_the_fix(tmp_path, cudart):
+    """nvcc links the CUDA runtime statically by default; that runtime asks the driver for private export
+    tables timewarp does not emulate. The program's calls fail (cudaErrorNotSupported), and timewarp says why
+    and what to rebuild with; the same program built with `-cudart shared` runs."""
+    exe = tmp_path / f"saxpy_{cudart}"
+    src = pathlib.Path(__file__).parent / "progs" / "saxpy_static.cu"
+    subprocess.run(["nvcc", "-O1", "-arch=sm_90", "-cudart", cudart, "-o", str(exe), str(src)], check=True,
+                   capture_output=True, timeout=300)
+    r = subprocess.run(timewarp_cmd("run", "--", str(exe)), capture_output=True, text=True, timeout=300)
+    if cudart == "static":
+        assert r.returncode == 3, r.stdout + r.stderr
+        assert "cudaMalloc: operation not supported" in r.stdout
+        assert "linked in statically" in r.stderr and "nvcc -cudart shared" in r.stderr
+        assert "unimplemented calls: cuGetExportTable" in r.stderr
+    else:
+        assert r.returncode == 0, r.stdout + r.stderr
+        assert "cudaMalloc: no error" in r.stdout and "saxpy: no error" in r.stdout
+        assert "1 kernels" in r.stderr

@@ -32,14 +32,22 @@ TW_EXPORT CUresult cuDriverGetVersion(int *version)
 }
 
 /* The real libcudart reaches the driver's private interfaces through cuGetExportTable. timewarp replaces the
- * runtime at its public API instead, so no caller of ours needs them: report "not supported". */
+ * runtime at its public API (libcudart.so) instead, so no caller of ours needs them: report "not supported".
+ * A caller is a CUDA runtime linked into the program itself (cudart_static, nvcc's default): its every call
+ * then fails with cudaErrorNotSupported, so say once what to do, and count it in the report. */
 TW_EXPORT CUresult cuGetExportTable(const void **table, const void *id)
 {
     (void)id;
     if (table)
         *table = NULL;
-    TW_DEBUG("cuda: cuGetExportTable -> CUDA_ERROR_NOT_SUPPORTED");
-    return CUDA_ERROR_NOT_SUPPORTED;
+    static int said;
+    if (!said++)
+        tw_log("cuda: the program's CUDA runtime is linked in statically (cudart_static, nvcc's default) and asked "
+               "the driver for its private export tables; timewarp emulates the runtime as libcudart.so: rebuild "
+               "with `nvcc -cudart shared` (CMake: CUDA_RUNTIME_LIBRARY Shared). Its CUDA calls will fail with "
+               "'operation not supported'");
+    return (CUresult)tw_unimplemented("libcuda.so.1", "cuGetExportTable", CUDA_ERROR_NOT_SUPPORTED,
+                                      "CUDA_ERROR_NOT_SUPPORTED");
 }
 
 static const struct { int code; const char *name, *msg; } errors[] = {
