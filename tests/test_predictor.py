@@ -236,3 +236,28 @@ def test_rows_measured_inside_sustained_work_are_not_slowed_again(tmp_path):
     run = run_emulated(POWER_PROG, env={"TIMEWARP_PROFILE": str(prof), "TIMEWARP_POWER": "1"})
     assert run.rc == 0, run.stderr[-3000:]
     assert {round(d, 4) for d in run.result["run"][1:]} == {1.5}
+
+
+def test_fp32_gemms_are_timed_apart_from_tf32_ones(tmp_path):
+    """The profile has fp32 rows measured with TF32 off and on (4.3x apart at 1024^3); a launch takes the
+    rows of its own compute type (CUBLAS_COMPUTE_32F: 68, or 32F_FAST_TF32: 77), not the first it finds."""
+    code = """
+    import torch
+    a = torch.randn(1024, 1024, device="cuda")
+    a @ a
+    torch.backends.cuda.matmul.allow_tf32 = True
+    a @ a
+    torch.cuda.synchronize()
+    print("{}")
+    """
+    trace = tmp_path / "t.json"
+    run = run_emulated(code, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    gemms = [e for e in json.loads(trace.read_text())["traceEvents"] if "gemm" in e.get("args", {})]
+    by_compute = {e["args"]["gemm"]["compute"]: e["dur"] for e in gemms}
+    rows = {float(r[8]) / 1e3 for r in profile_rows("gemm") if r[1:8] == ["0", "0", "0", "1024", "1024", "1024", "1"]}
+    tf32 = {float(r[8]) / 1e3 for r in profile_rows("gemm") if r[1:8] == ["77", "0", "0", "1024", "1024", "1024", "1"]}
+    assert rows and tf32
+    assert by_compute[68] == pytest.approx(min(rows), rel=0.01)
+    assert by_compute[77] == pytest.approx(min(tf32), rel=0.01)
+    assert by_compute[68] > 3 * by_compute[77]
