@@ -26,31 +26,38 @@ static double peak_for(const tw_gpu_spec *s, int a_type, int compute_type) {
 
 static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 0.5); }
 
+/* An annotated launch's compute time and memory time at the device's rates (GEMM, attention): 0 when the
+ * launch has neither annotation. Shared by the roofline and the power model's compute-bound test. */
+static int annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
+    const tw_annotation *a = &op->ann;
+    if (a->kind == TW_ANN_GEMM) {
+        double m = a->u.gemm.m, n = a->u.gemm.n, k = a->u.gemm.k, b = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
+        double bytes = b * ((m * k) * elt_bytes(a->u.gemm.a_type) + (k * n) * elt_bytes(a->u.gemm.b_type) +
+                            (m * n) * elt_bytes(a->u.gemm.c_type));
+        *t_compute = 2 * m * n * k * b / peak_for(s, a->u.gemm.a_type, a->u.gemm.compute_type);
+        *t_memory = bytes / s->mem_bw;
+        return 1;
+    }
+    if (a->kind == TW_ANN_ATTENTION) {
+        double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
+               hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
+        double pairs = q * kv;
+        if (a->u.attn.causal && q > 1) pairs = q * kv - q * (q - 1) / 2; /* the masked triangle is skipped */
+        *t_compute = 4 * b * h * pairs * d / (s->peak_flops_bf16 * 0.6);   /* attention reaches ~60% */
+        *t_memory = 2 * b * d * (2 * q * h + 2 * kv * hk) / s->mem_bw;
+        return 1;
+    }
+    return 0;
+}
+
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
     double floor = s->launch_floor_s;
     switch (op->kind) {
     case TW_OP_KERNEL:
     case TW_OP_COLLECTIVE: {
         const tw_annotation *a = &op->ann;
-        if (a->kind == TW_ANN_GEMM) {
-            double m = a->u.gemm.m, n = a->u.gemm.n, k = a->u.gemm.k, b = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
-            double flops = 2 * m * n * k * b;
-            double bytes = b * ((m * k) * elt_bytes(a->u.gemm.a_type) + (k * n) * elt_bytes(a->u.gemm.b_type) +
-                                (m * n) * elt_bytes(a->u.gemm.c_type));
-            double t = flops / peak_for(s, a->u.gemm.a_type, a->u.gemm.compute_type);
-            double tb = bytes / s->mem_bw;
-            return (t > tb ? t : tb) + floor;
-        }
-        if (a->kind == TW_ANN_ATTENTION) {
-            double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
-                   hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
-            double pairs = q * kv;
-            if (a->u.attn.causal && q > 1) pairs = q * kv - q * (q - 1) / 2; /* the masked triangle is skipped */
-            double flops = 4 * b * h * pairs * d;
-            double bytes = 2 * b * d * (2 * q * h + 2 * kv * hk);
-            double t = flops / (s->peak_flops_bf16 * 0.6), tb = bytes / s->mem_bw; /* attention reaches ~60% */
-            return (t > tb ? t : tb) + floor;
-        }
+        double t, tb;
+        if (annotated_times(s, op, &t, &tb)) return (t > tb ? t : tb) + floor;
         if (a->kind == TW_ANN_COLLECTIVE) {
             /* one rank: a local copy; multi-rank costs come from the coordinator */
             return 2.0 * a->u.coll.bytes / s->mem_bw + floor;
@@ -73,21 +80,8 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
 }
 
 int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op) {
-    if (op->kind != TW_OP_KERNEL) return 0;
-    const tw_annotation *a = &op->ann;
-    if (a->kind == TW_ANN_GEMM) {
-        double m = a->u.gemm.m, n = a->u.gemm.n, k = a->u.gemm.k, b = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
-        double bytes = b * ((m * k) * elt_bytes(a->u.gemm.a_type) + (k * n) * elt_bytes(a->u.gemm.b_type) +
-                            (m * n) * elt_bytes(a->u.gemm.c_type));
-        return 2 * m * n * k * b / peak_for(s, a->u.gemm.a_type, a->u.gemm.compute_type) > bytes / s->mem_bw;
-    }
-    if (a->kind == TW_ANN_ATTENTION) {
-        double b = a->u.attn.batch, q = a->u.attn.q_len, kv = a->u.attn.kv_len, h = a->u.attn.heads,
-               hk = a->u.attn.kv_heads > 0 ? a->u.attn.kv_heads : h, d = a->u.attn.head_dim;
-        double pairs = a->u.attn.causal && q > 1 ? q * kv - q * (q - 1) / 2 : q * kv;
-        return 4 * b * h * pairs * d / (s->peak_flops_bf16 * 0.6) > 2 * b * d * (2 * q * h + 2 * kv * hk) / s->mem_bw;
-    }
-    return 0;
+    double t, tb;
+    return op->kind == TW_OP_KERNEL && annotated_times(s, op, &t, &tb) && t > tb;
 }
 
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer) {
