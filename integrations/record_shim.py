@@ -214,6 +214,11 @@ def main(argv=None) -> int:
           f"dropped -> {a.out / 'launches.parquet'} (program exit {rc})", file=sys.stderr)
     for e in s["errors"]:
         print(f"timewarp record: {e}", file=sys.stderr)
+    if not s["rows"]:
+        prov = json.loads((a.out / "provenance.json").read_text()) if (a.out / "provenance.json").exists() else {}
+        if not prov.get("gpus"):
+            print("timewarp record: nothing recorded: it runs programs on a real NVIDIA GPU, and nvidia-smi found "
+                  "none here (to predict on a machine without one: timewarp run)", file=sys.stderr)
     if s["errors"] and not s["rows"]:
         return 3
     return rc
