@@ -9,7 +9,8 @@ GPU's timestamps) and the host's time inside each launch, copy, memset and graph
 runtime and driver API records. Kernels replayed from a CUDA graph carry the annotation of their capture
 (CUPTI's graph-node callbacks). Every process the program starts is recorded (one raw file each).
 
-launches.parquet carries the provenance (provenance.json: date, command, host, GPU, driver, CUDA packages, the
+launch_keys.parquet groups them by the emulator's launch key (GEMM calls summed over their kernels): count,
+median, p10, p90 of the device time. Both carry the provenance (provenance.json: date, command, host, GPU, driver, CUDA packages, the
 clocks at the end) as schema metadata under `timewarp_provenance`, as integrations/record.py's tables do.
 Columns: pid, kind (kernel | memcpy | memset), name (mangled, as the emulator's trace names
 kernels), grid_x..z, block_x..z, static_smem, dynamic_smem, registers, stream, start_ns, dur_ns, graph_node
@@ -164,6 +165,31 @@ def parse(path: pathlib.Path) -> tuple[list[dict], list[str], int]:
     return rows, errors, dropped
 
 
+KEY_COLUMNS = ["kind", "name", "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "bytes", "copy_kind",
+               "m", "n", "k", "batch", "a_type", "trans_a", "trans_b", "replayed"]
+
+
+def launch_keys(df):
+    """The rows grouped by the emulator's launch key (and whether replayed from a graph): count, median, p10 and
+    p90 of the device time in ns; a GEMM call's kernels (split-K) are summed first."""
+    import pandas as pd
+
+    if not len(df):
+        return pd.DataFrame(columns=KEY_COLUMNS + ["count", "median", "p10", "p90"])
+    df = df.assign(replayed=df.graph_node > 0)
+    for c in KEY_COLUMNS:
+        if c not in df:
+            df[c] = None
+    if "gemm_call" in df:   # one row per GEMM call: its kernels summed, named by the first
+        g = df[df.gemm_call.notna()]
+        g = g.assign(call=[(c, r if n > 0 else 0) for c, r, n in zip(g.gemm_call, g.correlation, g.graph_node)])
+        calls = g.groupby(["pid", "call"], sort=False).agg({**{c: "first" for c in KEY_COLUMNS}, "dur_ns": "sum"})
+        df = pd.concat([df[df.gemm_call.isna()], calls.reset_index(drop=True)], ignore_index=True)
+    return (df.groupby(KEY_COLUMNS, dropna=False).dur_ns
+            .agg(count="size", median="median", p10=lambda x: x.quantile(0.1), p90=lambda x: x.quantile(0.9))
+            .reset_index())
+
+
 def build(out: pathlib.Path) -> dict:
     import pandas as pd
 
@@ -187,6 +213,9 @@ def build(out: pathlib.Path) -> dict:
         table = table.replace_schema_metadata({**(table.schema.metadata or {}),
                                                b"timewarp_provenance": prov.read_bytes()})
     pq.write_table(table, out / "launches.parquet")
+    keys = launch_keys(df)
+    pq.write_table(pa.Table.from_pandas(keys, preserve_index=False).replace_schema_metadata(table.schema.metadata),
+                   out / "launch_keys.parquet")
     summary = {"processes": pids, "rows": len(df), "errors": errors, "dropped_records": dropped,
                "kernels": int((df.kind == "kernel").sum()) if len(df) else 0,
                "gemm_kernels": int(df.m.notna().sum()) if "m" in df else 0,

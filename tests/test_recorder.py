@@ -81,6 +81,10 @@ def test_raw_rows_join_into_the_emulators_keys(tmp_path):
     assert (copy.bytes, copy.copy_kind, copy.dur_ns) == (4096, 1, 1000)
     assert df[df.kind == "memset"].iloc[0].bytes == 1024
     assert (df.pid == 4242).all()
+    keys = pd.read_parquet(tmp_path / "launch_keys.parquet")
+    gk = keys[keys.m == 512]
+    assert sorted(gk.replayed.tolist()) == [False, True] and gk["count"].tolist() == [1, 1]
+    assert len(keys) == 5   # eager GEMM, replayed GEMM, the add, the copy, the memset
 
 
 def test_a_missing_recorder_library_or_command_is_named(tmp_path):
