@@ -169,23 +169,32 @@ KEY_COLUMNS = ["kind", "name", "grid_x", "grid_y", "grid_z", "block_x", "block_y
                "m", "n", "k", "batch", "a_type", "trans_a", "trans_b", "replayed"]
 
 
-def launch_keys(df):
-    """The rows grouped by the emulator's launch key (and whether replayed from a graph): count, median, p10 and
-    p90 of the device time in ns; a GEMM call's kernels (split-K) are summed first."""
+def per_call(df):
+    """The rows with each GEMM call's kernels (a split-K GEMM launches two, eagerly with two correlation ids)
+    summed into one row, named by its first; other rows as they are. Adds `replayed` and any missing key
+    column."""
     import pandas as pd
 
-    if not len(df):
-        return pd.DataFrame(columns=KEY_COLUMNS + ["count", "median", "p10", "p90"])
     df = df.assign(replayed=df.graph_node > 0)
     for c in KEY_COLUMNS:
         if c not in df:
             df[c] = None
-    if "gemm_call" in df:   # one row per GEMM call: its kernels summed, named by the first
-        g = df[df.gemm_call.notna()]
-        g = g.assign(call=[(c, r if n > 0 else 0) for c, r, n in zip(g.gemm_call, g.correlation, g.graph_node)])
-        calls = g.groupby(["pid", "call"], sort=False).agg({**{c: "first" for c in KEY_COLUMNS}, "dur_ns": "sum"})
-        df = pd.concat([df[df.gemm_call.isna()], calls.reset_index(drop=True)], ignore_index=True)
-    return (df.groupby(KEY_COLUMNS, dropna=False).dur_ns
+    if "gemm_call" not in df:
+        return df
+    g = df[df.gemm_call.notna()]
+    g = g.assign(call=[(c, r if n > 0 else 0) for c, r, n in zip(g.gemm_call, g.correlation, g.graph_node)])
+    calls = g.groupby(["pid", "call"], sort=False).agg({**{c: "first" for c in KEY_COLUMNS}, "dur_ns": "sum"})
+    return pd.concat([df[df.gemm_call.isna()], calls.reset_index(drop=True)], ignore_index=True)
+
+
+def launch_keys(df):
+    """The rows grouped by the emulator's launch key (and whether replayed from a graph): count, median, p10 and
+    p90 of the device time in ns; a GEMM call's kernels (split-K) are summed first (per_call)."""
+    import pandas as pd
+
+    if not len(df):
+        return pd.DataFrame(columns=KEY_COLUMNS + ["count", "median", "p10", "p90"])
+    return (per_call(df).groupby(KEY_COLUMNS, dropna=False).dur_ns
             .agg(count="size", median="median", p10=lambda x: x.quantile(0.1), p90=lambda x: x.quantile(0.9))
             .reset_index())
 

@@ -13,6 +13,7 @@ import json
 import statistics
 import sys
 
+from ..integrations import record_shim
 from .check_vllm_kernels import _demangler
 
 GEMM_KEY = ["m", "n", "k", "batch", "a_type", "trans_a", "trans_b"]
@@ -21,17 +22,15 @@ COPY_DIR = {1: "HtoD", 2: "DtoH", 8: "DtoD", 10: "PtoP"}
 
 
 def real_keys(path: str) -> dict:
-    """{(family, key): [durations in us]}: GEMM calls summed over their kernels (split-K launches two)."""
+    """{(family, key): [durations in us]}: GEMM calls summed over their kernels (record_shim.per_call)."""
     import pandas as pd
 
-    df = pd.read_parquet(path)
+    df = record_shim.per_call(pd.read_parquet(path))
     out: dict = {}
     k = df[df.kind == "kernel"]
-    if "m" in k:
-        g = k[k.m.notna()].groupby(["pid", "correlation", "gemm_call", *GEMM_KEY]).dur_ns.sum().reset_index()
-        for r in g.itertuples():
-            out.setdefault(("gemm", tuple(int(getattr(r, c)) for c in GEMM_KEY)), []).append(r.dur_ns / 1e3)
-        k = k[k.m.isna()]
+    for r in k[k.m.notna()].itertuples():
+        out.setdefault(("gemm", tuple(int(getattr(r, c)) for c in GEMM_KEY)), []).append(r.dur_ns / 1e3)
+    k = k[k.m.isna()]
     for r in k.itertuples():
         key = (demangle(r.name), (r.grid_x, r.grid_y, r.grid_z), (r.block_x, r.block_y, r.block_z))
         out.setdefault(("kernel", key), []).append(r.dur_ns / 1e3)
