@@ -189,7 +189,7 @@ static void lay_out(tw_graph_exec *x) {
         total += x->ops[i].duration;
     }
     x->total = total;
-    const tw_gpu_spec *spec = tw_device_spec(x->dev);
+    const tw_gpu_spec *spec = tw_power_enabled() ? tw_device_spec(x->dev) : NULL;   /* replays re-lay out often */
     x->hot = x->stretchable = 0;
     for (size_t i = 0; spec && i < x->n; i++)
         if (tw_compute_bound(spec, &x->ops[i])) {

@@ -30,15 +30,18 @@
 #define FIRST 1.12
 #define LATER 1.16
 
-static int enabled = -1;
+int tw_power_enabled(void) {
+    static int enabled = -1;
+    if (enabled < 0) { const char *e = getenv("TIMEWARP_POWER"); enabled = e && e[0] == '1'; }
+    return enabled;
+}
 
 int tw_power_stretchable(const tw_op *op) {
     return !(op->layer == TW_LAYER_STEP || op->layer < 0 || (op->layer & TW_LAYER_SUSTAINED));
 }
 
 uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur) {
-    if (enabled < 0) { const char *e = getenv("TIMEWARP_POWER"); enabled = e && e[0] == '1'; }
-    if (!enabled || dev < 0 || dev >= TW_MAX_DEVICES || !tw_devices[dev].spec) return dur;
+    if (!tw_power_enabled() || dev < 0 || dev >= TW_MAX_DEVICES || !tw_devices[dev].spec) return dur;
     tw_device_state *D = &tw_devices[dev];
     uint64_t hot, stretchable;
     if (op->kind == TW_OP_KERNEL) {

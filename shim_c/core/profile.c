@@ -82,9 +82,9 @@ static int krow_cmp(const void *a, const void *b) {
     return x->outputs < y->outputs ? -1 : x->outputs > y->outputs;
 }
 
-/* The kernel name that ends a kern/krow line (demangled names contain spaces), as a new string. */
 static void index_siblings(void);
 
+/* The kernel name that ends a kern/krow line (demangled names contain spaces), as a new string. */
 static char *rest_of_line(char *s) {
     s[strcspn(s, "\n")] = 0;
     return *s ? strdup(s) : NULL;
@@ -552,7 +552,8 @@ static char *size_signature(const char *name) {
     return out;
 }
 
-/* The recorded kernel names by their sized type signatures, for the sibling layer */
+/* The recorded kernel names by their sized type signatures, for the sibling layer (signature first, so that
+ * first_named() finds a signature's entries) */
 typedef struct { char *sig; const char *name; } sibling;
 static sibling *siblings; static size_t nsibling;
 
@@ -581,13 +582,8 @@ static double sibling_interp(const char *name, const tw_op *op, int *layer, doub
     *weak = 0;
     char *sig = size_signature(name);
     if (!sig) return 0;
-    size_t lo = 0, hi = nsibling;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (strcmp(siblings[mid].sig, sig) < 0) lo = mid + 1; else hi = mid;
-    }
     double best = 0;
-    for (size_t i = lo; i < nsibling && !strcmp(siblings[i].sig, sig); i++) {
+    for (size_t i = first_named(siblings, nsibling, sizeof *siblings, sig); i < nsibling && !strcmp(siblings[i].sig, sig); i++) {
         double w;
         int l;
         if (!strcmp(siblings[i].name, name)) continue;

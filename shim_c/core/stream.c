@@ -149,8 +149,8 @@ void tw_stream_set_capture(tw_stream *s, tw_capture *c) { s->cap = c; }
 int tw_stream_is_legacy(const tw_stream *s) { return s->legacy; }
 int tw_stream_capturing(tw_stream *s) { return s->cap != NULL; }
 
-/* Place an operation of duration dur on s, issued by the host at virtual time host: returns its start
- * and updates the timelines. Called with the lock held. */
+/* When an operation issued by the host at virtual time host starts on s (its tail, legacy-stream ordering).
+ * Called with the lock held, as the two below. */
 static uint64_t start_on(tw_stream *s, uint64_t host) {
     tw_device_state *D = &tw_devices[s->dev];
     uint64_t start = s->tail > host ? s->tail : host;
@@ -159,9 +159,9 @@ static uint64_t start_on(tw_stream *s, uint64_t host) {
     return start;
 }
 
-static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_out) {
+/* Place an operation of duration dur on s at start: updates the timelines, returns start. */
+static uint64_t place_at(tw_stream *s, uint64_t start, uint64_t dur, uint64_t *end_out) {
     tw_device_state *D = &tw_devices[s->dev];
-    uint64_t start = start_on(s, host);
     int blocking = !(s->flags & STREAM_NONBLOCKING);
     uint64_t end = start + dur;
     s->tail = end;
@@ -169,6 +169,11 @@ static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_o
     if (end > D->max_tail) D->max_tail = end;
     *end_out = end;
     return start;
+}
+
+/* ... issued by the host at virtual time host */
+static uint64_t place(tw_stream *s, uint64_t host, uint64_t dur, uint64_t *end_out) {
+    return place_at(s, start_on(s, host), dur, end_out);
 }
 
 uint64_t tw_stream_ready_at(tw_stream *s, uint64_t host) {
@@ -226,8 +231,9 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     int dev = s->dev;
     if (!op->duration) op->duration = tw_predict_ex(dev, op, &op->layer);
     else if (op->kind != TW_OP_GRAPH) op->layer = -1;
-    op->duration = tw_power_stretch(dev, op, start_on(s, host), op->duration);
-    uint64_t end, start = place(s, host, op->duration, &end);
+    uint64_t end, start = start_on(s, host);
+    op->duration = tw_power_stretch(dev, op, start, op->duration);
+    place_at(s, start, op->duration, &end);
     tw_device_state *D = &tw_devices[dev];
     if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) D->copies++;
     else if (op->kind == TW_OP_GRAPH) D->kernels += tw_graph_exec_kernels(op->exec);

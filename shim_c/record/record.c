@@ -47,8 +47,6 @@ static int active;
 static CUpti_SubscriberHandle subscriber;
 static __thread uint64_t current_gemm;   /* the GEMM call this thread is inside (0: none) */
 
-int tw_rec_active(void) { return active; }
-
 #define EMIT(...) do { pthread_mutex_lock(&out_lock); fprintf(out, __VA_ARGS__); pthread_mutex_unlock(&out_lock); } while (0)
 
 void tw_rec_gemm_begin(const tw_rec_gemm *g) {

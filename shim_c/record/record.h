@@ -17,7 +17,5 @@ typedef struct {
 /* record_blas.c -> record.c: a GEMM call begins (its annotation) and ends on the calling thread */
 void tw_rec_gemm_begin(const tw_rec_gemm *g);
 void tw_rec_gemm_end(void);
-/* whether the recorder is active in this process (TIMEWARP_RECORD_OUT set and CUPTI attached) */
-int tw_rec_active(void);
 
 #endif
