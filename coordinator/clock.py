@@ -9,12 +9,19 @@ from __future__ import annotations
 import ctypes
 import json
 import os
+import subprocess
+import sys
 import tempfile
 import threading
 import uuid
 from pathlib import Path
 
 KEEPER_LIB = "libtimewarp_keeper.so"
+
+
+def _pace_target() -> float:
+    from .pace import TARGET_US
+    return TARGET_US
 
 
 class ClockError(RuntimeError):
@@ -29,7 +36,9 @@ def _shm_dir() -> Path:
 class SharedClock:
     """Creates the clock file, runs the keeper until close()."""
 
-    def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0):
+    def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0, pace: bool = False):
+        """host_speed: a fixed factor on every CPU second charged; pace: measure it instead, per CPU and
+        moment (pace.py), falling back to host_speed until the first measurement."""
         self.run_id = uuid.uuid4().hex[:12]
         self.path = str(_shm_dir() / f"timewarp-{os.getpid()}-{self.run_id}.clock")
         lib_path = Path(lib_dir) / KEEPER_LIB
@@ -45,6 +54,7 @@ class SharedClock:
         L.tw_keeper_run.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int), ctypes.c_double]
         L.tw_keeper_status.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
         L.tw_keeper_status.restype = ctypes.c_int
+        L.tw_keeper_pace_layout.argtypes = [ctypes.POINTER(ctypes.c_long)] * 3 + [ctypes.POINTER(ctypes.c_int)]
         self._k = L.tw_keeper_create(self.path.encode(), topology.encode())
         if not self._k:
             err = ctypes.get_errno()
@@ -54,6 +64,25 @@ class SharedClock:
                                         name="timewarp-keeper", daemon=True)
         self._thread.start()
         self.abort_reason: str | None = None
+        self._pace = self._start_pace() if pace else None
+        self.pace_summary: dict | None = None   # after close(): what the pace probe measured
+
+    def _start_pace(self) -> subprocess.Popen | None:
+        """The pace probe, outside emulation (no preload, no timewarp settings inherited)."""
+        on, milli, mean, n = ctypes.c_long(), ctypes.c_long(), ctypes.c_long(), ctypes.c_int()
+        self._lib.tw_keeper_pace_layout(ctypes.byref(on), ctypes.byref(milli), ctypes.byref(mean), ctypes.byref(n))
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("TIMEWARP_") or k == "TIMEWARP_PACE_TARGET_US"}
+        env.pop("LD_PRELOAD", None)
+        env.pop("LD_AUDIT", None)
+        try:
+            return subprocess.Popen([sys.executable, "-m", "timewarp.coordinator.pace", "--run", self.path,
+                                     str(on.value), str(milli.value), str(mean.value), str(n.value),
+                                     os.environ.get("TIMEWARP_PACE_TARGET_US", "")
+                                     or str(_pace_target())],
+                                    env=env, stdin=subprocess.DEVNULL, close_fds=True)
+        except OSError:
+            return None  # the static factor stays in use
 
     def status(self) -> dict:
         n = 1 << 16
@@ -73,6 +102,17 @@ class SharedClock:
         if self._k is None:
             return
         self._stop.value = 1
+        if self._pace is not None:
+            self._pace.terminate()
+            try:
+                self._pace.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                self._pace.kill()
+            try:
+                self.pace_summary = json.loads(Path(self.path + ".pace.json").read_text())
+                os.unlink(self.path + ".pace.json")
+            except (OSError, ValueError):
+                pass
         self._thread.join(timeout=5)
         self._lib.tw_keeper_close(self._k, self.path.encode())
         self._k = None

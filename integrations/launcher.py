@@ -397,20 +397,37 @@ def die_like(returncode: int) -> int:
     return exit_status(returncode)
 
 
+def host_pricing() -> tuple[float, bool]:
+    """(fixed factor, whether the pace probe runs) for the CPU time emulated programs are charged: the
+    measured host pace (coordinator/pace.py) unless TIMEWARP_HOST_SPEED fixes a factor or
+    TIMEWARP_HOST_PACE=0 turns it off (CPU time charged as measured)."""
+    fixed = os.environ.get("TIMEWARP_HOST_SPEED")
+    if fixed:
+        try:
+            speed = float(fixed)
+        except ValueError:
+            speed = 0.0
+        if not speed > 0:
+            raise LauncherError(f"TIMEWARP_HOST_SPEED={fixed!r}: expected a positive number (target-host CPU "
+                                "seconds per CPU second here)")
+        return speed, False
+    return 1.0, os.environ.get("TIMEWARP_HOST_PACE", "1") not in ("0", "off", "no")
+
+
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
                       token: str | None):
     """The run's clock: a new coordinator (returned, to be closed by the caller) or, with join=HOST:PORT, an
     existing one (None returned). Returns (coordinator or None, environment for the child)."""
     from timewarp.coordinator import server
 
+    speed, pace = host_pricing()
     try:
         if join:
             reply = server.join(join, token)
             return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
                           "TIMEWARP_TOPOLOGY": reply.topology}
-        speed = float(os.environ.get("TIMEWARP_HOST_SPEED") or 1.0)
         coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
-                                   token=token, host_speed=speed)
+                                   token=token, host_speed=speed, pace=pace)
     except server.CoordinatorError as e:
         raise LauncherError(str(e)) from None
     except Exception as e:  # the keeper library, the clock file
@@ -436,15 +453,20 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
         env.update(timewarp_env(gpu, num_gpus, rep.path, trace, strict, base_env=os.environ, lib=lib))
         coord, cenv = start_coordinator(lib, gpu, num_gpus, topology, join, listen, token)
         env.update(cenv)
+        pace = None
         try:
             rc = run_child(argv, env)
         finally:
             if coord is not None:
                 coord.close()
+                pace = coord.clock.pace_summary
                 coord = None
         rep.absorb_live()
         if summary:
             lines = summarize(rep.records(), gpu_name)
+            if lines and pace:
+                lines.append(f"  host pace: CPU time here charged x{pace['mean']:.2f} on average (p10 "
+                             f"{pace['p10']:.2f}, p90 {pace['p90']:.2f}; coordinator/pace.py)")
             if lines:
                 if report is not None:
                     lines.append(f"  report: {rep.path}")

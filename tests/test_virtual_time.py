@@ -1,5 +1,8 @@
 """Acceptance 4: time is virtual. About one second of predicted GPU work finishes in a fraction of that
 wall time while time.perf_counter() and time.time() report about one second."""
+import os
+import statistics
+
 import pytest
 
 from conftest import run_emulated
@@ -55,3 +58,51 @@ def test_reading_the_clock_costs_about_what_a_vdso_read_does():
     # a loop turn with an addition is the yardstick of this machine's speed (about 40-50 ns here); a turn
     # with a clock read natively costs about 1.2x that, uncompensated it cost about 14x
     assert r["read_ns"] < 5 * r["add_ns"], r
+
+
+_PACED_LOOP = """
+import json, time
+def chunk():
+    c0, t0 = time.thread_time(), time.perf_counter()
+    x = 0
+    for i in range(200000):
+        x += i & 7
+    return (time.perf_counter() - t0) / (time.thread_time() - c0)
+ratios = [chunk() for _ in range(40)]
+print(json.dumps({"ratios": ratios[-10:]}))
+"""
+
+
+def _pace_probes() -> list[int]:
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and b"timewarp.coordinator.pace" in open(f"/proc/{d}/cmdline", "rb").read():
+                out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
+def test_cpu_time_is_priced_by_the_host_pace():
+    """The coordinator's probe measures what a CPU second here is worth on the target's host (its probe's time
+    there over its time here, now) and the clock charges CPU time by it. A target probe time far above any
+    machine's pins the pace at its bound, 20x: a loop's virtual time is 20x its CPU time. The probe ends
+    with the run."""
+    before = _pace_probes()
+    run = run_emulated(_PACED_LOOP, env={"TIMEWARP_PACE_TARGET_US": "1e6"})
+    assert run.rc == 0, run.stderr[-3000:]
+    assert statistics.median(run.result["ratios"]) == pytest.approx(20, rel=0.05)
+    assert set(_pace_probes()) <= set(before)
+
+
+def test_a_fixed_host_speed_replaces_the_pace():
+    run = run_emulated(_PACED_LOOP, env={"TIMEWARP_HOST_SPEED": "3", "TIMEWARP_PACE_TARGET_US": "1e6"})
+    assert run.rc == 0, run.stderr[-3000:]
+    assert statistics.median(run.result["ratios"]) == pytest.approx(3, rel=0.05)
+
+
+def test_a_malformed_host_speed_is_named():
+    run = run_emulated("print('{}')", env={"TIMEWARP_HOST_SPEED": "fast"})
+    assert run.rc != 0
+    assert "TIMEWARP_HOST_SPEED='fast'" in run.stderr and "positive number" in run.stderr

@@ -35,6 +35,7 @@ static void atfork_child(void) {
     /* the child's only thread is new: its slot is claimed now, before anything could let the clock jump */
     my_slot = NULL;
     my_slot_none = 0;
+    tw_clock_forget_cpu();   /* the new thread's CPU clock starts at 0 */
     if (tw_tk) (void)tw_tk_thread_slot(__atomic_load_n(&tw_tk->max_now, __ATOMIC_ACQUIRE));
 }
 

@@ -2,14 +2,16 @@
  *
  * Virtual time is ns since the process's virtual epoch (the wall-clock instant the core first ran). Each
  * thread keeps its own reading; a reading charges the thread's CPU time since its previous reading, scaled
- * by TIMEWARP_HOST_SPEED (CPU seconds of the target host per CPU second here, measured, default 1), so a
- * loaded emulation host does not slow the virtual timeline. The process clock is the maximum over all
+ * by the host pace of the CPU it runs on (what a CPU second here is worth on the target's host right now:
+ * coordinator/pace.py), or by TIMEWARP_HOST_SPEED when that is set or no pace is measured, so a loaded
+ * emulation host does not slow the virtual timeline. The process clock is the maximum over all
  * threads' readings, and a thread never reads less than it: threads that run in parallel each add their
  * own CPU time to the same base instead of adding up. GPU waits jump the reading to the completion time.
  * (The cross-process time keeper of the coordinator refines this; see docs/VIRTUAL_TIME.md.)
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/syscall.h>
@@ -178,7 +180,8 @@ uint64_t tw_now(void) {
         thread_cpu_last = cpu;
         thread_now = g;
     }
-    uint64_t d = cpu - thread_cpu_last;
+    /* a fork()ed child's thread inherits the parent thread's last reading, with its own CPU clock at 0 */
+    uint64_t d = cpu > thread_cpu_last ? cpu - thread_cpu_last : 0;
     thread_cpu_last = cpu;
     d = d > read_overhead_ns ? d - read_overhead_ns : 0;
     if (__builtin_expect(forgive_ns != 0, 0)) {
@@ -186,7 +189,9 @@ uint64_t tw_now(void) {
         d -= f;
         forgive_ns -= f;
     }
-    uint64_t t = thread_now + (host_speed == 1.0 ? d : (uint64_t)(d * host_speed));
+    /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now */
+    double f = tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed;
+    uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
     if (t < g) t = g;
     if (tw_tk && !thread_private) {
         tw_tk_slot *s = tw_tk_thread_slot(t);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -114,7 +115,7 @@ static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
         if (st != TW_SLOT_RUN) continue;
         uint64_t base = LOAD(&s->cpu);
         if (cpu > base) {   /* computing, or it was since the last look: extrapolate by its CPU time */
-            uint64_t x = LOAD(&s->clock) + (uint64_t)((double)(cpu - base) * host_speed);
+            uint64_t x = LOAD(&s->clock) + (uint64_t)((double)(cpu - base) * tw_tk_pace(k, -1, host_speed));
             __atomic_store_n(&s->ext, x, __ATOMIC_RELEASE);
         }
         if (c == 'R' || c == 'D') {   /* on a CPU, or in a disk wait that is part of its work */
@@ -145,6 +146,15 @@ EXPORT void tw_keeper_run(tw_tk_shared *k, volatile int *stop, double host_speed
     }
 }
 
+/* Where the pace probe (coordinator/pace.py) writes: the byte offset of pace_on, pace_milli and pace_mean in
+ * the clock file, and the number of CPUs it has room for. */
+EXPORT void tw_keeper_pace_layout(long *on, long *milli, long *mean, int *ncpu) {
+    *on = (long)offsetof(tw_tk_shared, pace_on);
+    *milli = (long)offsetof(tw_tk_shared, pace_milli);
+    *mean = (long)offsetof(tw_tk_shared, pace_mean);
+    *ncpu = TW_TK_PACE_CPUS;
+}
+
 static const char *state_name(uint32_t st) {
     switch (st) {
     case TW_SLOT_RUN: return "run";
@@ -160,9 +170,9 @@ static const char *state_name(uint32_t st) {
 EXPORT int tw_keeper_status(tw_tk_shared *k, char *buf, int len) {
     int n = 0;
 #define OUT(...) do { int w_ = snprintf(buf + (n < len ? n : len), n < len ? (size_t)(len - n) : 0, __VA_ARGS__); n += w_ > 0 ? w_ : 0; } while (0)
-    OUT("{\"safe_ns\": %llu, \"max_now_ns\": %llu, \"jumps\": %llu, \"aborted\": %u, \"threads\": [",
+    OUT("{\"safe_ns\": %llu, \"max_now_ns\": %llu, \"jumps\": %llu, \"aborted\": %u, \"pace\": %.3f, \"threads\": [",
         (unsigned long long)LOAD(&k->safe), (unsigned long long)LOAD(&k->max_now),
-        (unsigned long long)LOAD(&k->jumps), LOAD(&k->aborted));
+        (unsigned long long)LOAD(&k->jumps), LOAD(&k->aborted), tw_tk_pace(k, -1, 0.0));
     uint32_t hi = LOAD(&k->hiwater);
     int first = 1;
     for (uint32_t i = 0; i < hi; i++) {

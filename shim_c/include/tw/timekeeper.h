@@ -11,7 +11,9 @@
  *   no thread can act earlier;
  * - one slot per thread that has read the clock or waited: its state, clock and deadline;
  * - the collective rendezvous table (NCCL across processes);
- * - the abort flag: a participant died; waiting threads return an error instead of hanging.
+ * - the abort flag: a participant died; waiting threads return an error instead of hanging;
+ * - the host pace: per CPU of this machine, what one CPU second there is worth on the target's host right
+ *   now (coordinator/pace.py measures it; this machine's CPU speed changes with its neighbours' load).
  *
  * Slot states: RUN (running; its clock is its last reading, or the keeper's extrapolation by its CPU time),
  * SLEEP (only time wakes it: sleeps and GPU waits, until `deadline`), TWAIT (a wait with a deadline that an
@@ -31,10 +33,11 @@ extern "C" {
 #endif
 
 #define TW_TK_MAGIC 0x316b63776b747774ull /* "twtkwck1" */
-#define TW_TK_VERSION 1
+#define TW_TK_VERSION 2
 #define TW_TK_SLOTS 2048
 #define TW_TK_COLLS 256
 #define TW_TK_MAX_RANKS 64
+#define TW_TK_PACE_CPUS 256
 
 enum { TW_SLOT_FREE = 0, TW_SLOT_RUN = 1, TW_SLOT_SLEEP = 2, TW_SLOT_TWAIT = 3, TW_SLOT_BLOCK = 4, TW_SLOT_LOST = 5 };
 
@@ -85,6 +88,12 @@ typedef struct tw_tk_shared {
     uint64_t changes;        /* bumped at every slot state change: a jump waits until this settles */
     char abort_reason[512];
     char topology[1024];     /* the cluster description (TIMEWARP_TOPOLOGY format) */
+    uint32_t pace_on;        /* 1: charge CPU time by pace_milli (the pace probe runs), 0: by the static factor */
+    uint32_t pace_pad;
+    /* per CPU: target-host ns per 1000 ns of CPU time here (0: not measured yet, use the mean of the others) */
+    uint32_t pace_milli[TW_TK_PACE_CPUS];
+    uint32_t pace_mean;      /* the mean over measured CPUs (the fallback) */
+    uint32_t pace_pad2;
     tw_tk_coll colls[TW_TK_COLLS];
     tw_tk_slot slots[TW_TK_SLOTS];
 } tw_tk_shared;
@@ -114,6 +123,8 @@ int64_t tw_tk_real_ns(void);
 /* The state letter /proc gives a thread (tid > 0) or a process (tid 0): R, S, D, T, t, Z, ...; '\0' when it
  * no longer exists. */
 char tw_tk_task_state(int32_t pid, int32_t tid);
+/* What one ns of CPU time on cpu is worth on the virtual clock: the pace when the probe runs, else dflt. */
+double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt);
 void tw_tk_coll_lock(tw_tk_shared *k);
 void tw_tk_coll_unlock(tw_tk_shared *k);
 

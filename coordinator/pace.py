@@ -1,0 +1,161 @@
+"""The host pace: what one CPU second of this machine is worth on the target GPU machine's host, right now.
+
+Emulated programs are charged their own CPU time (shim_c/core/vclock.c). On a shared cloud machine that CPU
+time is not steady. On the 2-vCPU development machine a fixed Python probe took 1.0x, 1.1x or 1.9x its
+fastest time depending on the moment. Each state lasts 0.1-10 s, each vCPU has its own, and steal time is
+about zero: the neighbours slow the core, not the scheduler. The same states moved torch's eager dispatch
+by 1.2-2.7x and a scheduler-like loop over many objects by 1.1-2.7x. A vLLM engine step's host work moved
+1.7x between two runs of one build (1.58 against 2.68 ms), and so did the predicted TTFT.
+
+So one probe process per run (started by the coordinator, outside emulation) visits each CPU in turn. On
+each it runs a fixed probe twice, the first run to warm it and the second timed by thread CPU time. The
+probe is interpreter loops, json and regular expressions, the kinds of work in host_speed.py. The process
+publishes, per CPU, pace = TARGET_US / (median of that CPU's last 5 timed probes). The shim multiplies
+every CPU ns it charges on that CPU by it.
+
+TARGET_US is the probe's time on the target's host as the virtual clock should see it. It is one constant,
+calibrated against the real H200 runs (docs/VLLM.md, "Host pace"), and it carries over to another
+emulation machine through that machine's own probe time.
+
+    python -m timewarp.coordinator.pace --measure [SECONDS]   # this machine's probe times, per CPU
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import mmap
+import os
+import re
+import signal
+import statistics
+import struct
+import sys
+import time
+
+# The probe's CPU time (us) on the target host, as the virtual clock should see it: 1.40x its time on the
+# development machine in its usual state (122 us; 118 at its fastest, 210-230 in its slow state). 1.40 is
+# where vLLM's TTFT errors over cases 1-6 centre (1.32 gave -8.6% on average over two runs, 1.56 +14.6% in
+# one), and it matches the hosts behind the real references: two of the four leases ran host_speed.py's
+# loops 1.7-2.3x slower than this machine at its fastest, two at about its speed (host_speed_2026-11-30e).
+TARGET_US = float(os.environ.get("TIMEWARP_PACE_TARGET_US") or 171.0)
+# A full round over the CPUs at most this often (s); more CPUs make the round longer (about 1% of one CPU).
+ROUND_S = 0.02
+WINDOW = 5
+
+_OBJ = {"id": "cmpl-1", "object": "text_completion", "created": 1, "model": "m",
+        "choices": [{"index": i, "text": "hello world " * 4, "finish_reason": None} for i in range(4)]}
+_WORD = re.compile(r"\w+|[^\w\s]")
+_TEXT = "The quick brown fox, jumps over 13 lazy dogs; again and again."
+
+
+def probe() -> None:
+    """About 115 us of CPU on the development machine at its fastest."""
+    d: dict[int, int] = {}
+    for i in range(600):
+        d[i & 63] = d.get(i & 63, 0) + i
+    for _ in range(4):
+        json.loads(json.dumps(_OBJ))
+    for i in range(20):
+        " ".join(_WORD.findall(_TEXT)[: (i % 10) + 3])
+
+
+def timed_probe() -> float:
+    """CPU us of one probe, after a warm-up run on the same CPU."""
+    probe()
+    t = time.thread_time_ns()
+    probe()
+    return (time.thread_time_ns() - t) / 1e3
+
+
+def _pin(cpu: int) -> bool:
+    try:
+        os.sched_setaffinity(0, {cpu})
+        return True
+    except OSError:  # the CPU went offline or out of our set
+        return False
+
+
+def run(clock_path: str, on_off: int, milli_off: int, mean_off: int, ncpu_max: int, target_us: float) -> int:
+    """Measure until the clock file or the parent goes away; write the paces into the clock file."""
+    parent = os.getppid()
+    cpus = sorted(c for c in os.sched_getaffinity(0) if c < ncpu_max)
+    fd = os.open(clock_path, os.O_RDWR)
+    mm = mmap.mmap(fd, 0)
+    os.close(fd)
+    hist: dict[int, list[float]] = {c: [] for c in cpus}
+    published: list[int] = []   # every pace written, for the run's summary
+
+    def summarize(*_):
+        if published:
+            v = sorted(published)
+            summary = {"rounds": len(v) // max(1, len(cpus)), "cpus": len(cpus), "target_us": target_us,
+                       "mean": sum(v) / len(v) / 1000, "p10": v[len(v) // 10] / 1000,
+                       "p90": v[9 * len(v) // 10] / 1000}
+            try:
+                with open(clock_path + ".pace.json", "w") as f:
+                    json.dump(summary, f)
+            except OSError:
+                pass
+        sys.exit(0)
+
+    signal.signal(signal.SIGTERM, summarize)
+    period = max(ROUND_S, 0.0025 * len(cpus))
+    first = True
+    while os.getppid() == parent and os.path.exists(clock_path):
+        t0 = time.monotonic()
+        for c in cpus:
+            if not _pin(c):
+                continue
+            h = hist[c]
+            h.append(timed_probe())
+            del h[:-WINDOW]
+            milli = max(50, min(int(round(1000 * target_us / statistics.median(h))), 20000))
+            struct.pack_into("<I", mm, milli_off + 4 * c, milli)
+            published.append(milli)
+        paces = [struct.unpack_from("<I", mm, milli_off + 4 * c)[0] for c in cpus]
+        paces = [p for p in paces if p]
+        if paces:
+            struct.pack_into("<I", mm, mean_off, int(sum(paces) / len(paces)))
+        if first:  # every CPU has a value: the shim may start using them
+            struct.pack_into("<I", mm, on_off, 1)
+            first = False
+        time.sleep(max(0.0, period - (time.monotonic() - t0)))
+    summarize()
+    return 0
+
+
+def measure(seconds: float) -> dict:
+    """This machine's probe times per CPU (us), sampled as the running probe samples them."""
+    cpus = sorted(os.sched_getaffinity(0))
+    samples: dict[int, list[float]] = {c: [] for c in cpus}
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        for c in cpus:
+            if _pin(c):
+                samples[c].append(timed_probe())
+        time.sleep(ROUND_S)
+    out = {}
+    for c, v in samples.items():
+        v.sort()
+        if v:
+            out[str(c)] = {"n": len(v), "min": v[0], "p10": v[len(v) // 10], "median": statistics.median(v),
+                           "p90": v[9 * len(v) // 10]}
+    return {"target_us": TARGET_US, "cpus": out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--measure", type=float, nargs="?", const=10.0, metavar="SECONDS",
+                    help="print this machine's probe times per CPU and exit")
+    ap.add_argument("--run", nargs=6, metavar=("CLOCK", "ON", "MILLI", "MEAN", "NCPU", "TARGET_US"),
+                    help=argparse.SUPPRESS)
+    a = ap.parse_args(argv)
+    if a.run:
+        path, on, milli, mean, ncpu, target = a.run
+        return run(path, int(on), int(milli), int(mean), int(ncpu), float(target))
+    print(json.dumps(measure(a.measure or 10.0), indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
