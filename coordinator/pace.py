@@ -13,9 +13,8 @@ probe is interpreter loops, json and regular expressions, the kinds of work in h
 publishes, per CPU, pace = TARGET_US / (median of that CPU's last 5 timed probes). The shim multiplies
 every CPU ns it charges on that CPU by it.
 
-TARGET_US is the probe's time on the target's host as the virtual clock should see it. It is one constant,
-calibrated against the real H200 runs (docs/VLLM.md, "Host pace"), and it carries over to another
-emulation machine through that machine's own probe time.
+TARGET_US is the probe's time on the target's host, measured there the way --measure measures it. It carries
+over to any emulation machine through that machine's own probe time.
 
     python -m timewarp.coordinator.pace --measure [SECONDS]   # this machine's probe times, per CPU
 """
@@ -32,12 +31,11 @@ import struct
 import sys
 import time
 
-# The probe's CPU time (us) on the target host, as the virtual clock should see it: 1.40x its time on the
-# development machine in its usual state (122 us; 118 at its fastest, 210-230 in its slow state). 1.40 is
-# where vLLM's TTFT errors over cases 1-6 centre (1.32 gave -8.6% on average over two runs, 1.56 +14.6% in
-# one), and it matches the hosts behind the real references: two of the four leases ran host_speed.py's
-# loops 1.7-2.3x slower than this machine at its fastest, two at about its speed (host_speed_2026-11-30e).
-TARGET_US = float(os.environ.get("TIMEWARP_PACE_TARGET_US") or 171.0)
+# The probe's CPU time (us) on the target host, measured there: an H200 lease's host, two samples taken as
+# --measure takes them (the median over its 16 CPUs of each CPU's median: 146.8 and 167.1 us; fastest 117-122;
+# predictors/data/h200/pace_probe_2026-11-30). This machine takes 118-125 us in its usual state, so its
+# CPU time is priced at about 1.29x then. vLLM's TTFT over cases 1-6 centred between 1.32 and 1.56 (docs/VLLM.md).
+TARGET_US = float(os.environ.get("TIMEWARP_PACE_TARGET_US") or 157.0)
 # A full round over the CPUs at most this often (s); more CPUs make the round longer (about 1% of one CPU).
 ROUND_S = 0.02
 WINDOW = 5

@@ -421,23 +421,23 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = K
 
 
 # Host costs per call that the real runtime and libraries spend beyond what the emulation itself charges
-# (its CPU time here, shim included, priced by the host pace: coordinator/pace.py, 1.40 in this machine's
+# (its CPU time here, shim included, priced by the host pace: coordinator/pace.py, 1.29 in this machine's
 # usual state). Fitted, one metric each, on host.parquet of the two H200 runs (geometric mean of the runs,
-# whose hosts differed by about 2x) minus 1.40x the same microbenchmark's CPU time under emulation on the
+# whose hosts differed by about 2x) minus 1.29x the same microbenchmark's CPU time under emulation on the
 # 2-core development machine with TIMEWARP_SHADOW=0 and no host costs (median of 4 runs of
 #   TIMEWARP_HOST_PACE=0 TIMEWARP_SHADOW=0 TIMEWARP_PROFILE=<profile.tsv without its host lines> timewarp run --
 #   python predictors/calibration/microbench_h200.py OUT --sections host
 # with the clock readings' own cost deducted, shim_c/core/vclock.c):
-#   launch_ns:       eager add_ of one element, 7.49 us real vs 2.52 us emulated (x1.40: 3.53)
-#   graph_launch_ns: replay of a 100-kernel graph, host side, 3.92 vs 1.14 us (1.60)
-#   gemm_ns:         eager F.linear 1x64x64 bf16, 17.06 vs 3.58 (5.01) + launch_ns us (cuBLAS's host work)
-#   attention_ns:    eager tiny SDPA bf16, 22.0 vs 6.37 (8.92) + launch_ns us (cuDNN's plan execution)
-#   sync_ns:         torch.cuda.synchronize() on an idle GPU, 6.33 vs 3.93 (5.50) us (median of 3; the
+#   launch_ns:       eager add_ of one element, 7.49 us real vs 2.52 us emulated (x1.29: 3.25)
+#   graph_launch_ns: replay of a 100-kernel graph, host side, 3.92 vs 1.14 us (1.47)
+#   gemm_ns:         eager F.linear 1x64x64 bf16, 17.06 vs 3.58 (4.62) + launch_ns us (cuBLAS's host work)
+#   attention_ns:    eager tiny SDPA bf16, 22.0 vs 6.37 (8.22) + launch_ns us (cuDNN's plan execution)
+#   sync_ns:         torch.cuda.synchronize() on an idle GPU, 6.33 vs 3.93 (5.07) us (median of 3; the
 #                    driver's wake-up after the work is done, charged by every blocking synchronize)
 # The other host metrics (silu, add with allocation, launch then synchronize) and the demo's decode are the
 # checks. These depend on the host CPU of the target machine as much as on the GPU (docs/LIMITATIONS.md).
-HOST_COSTS_NS = {"launch_ns": 3960, "graph_launch_ns": 2320, "gemm_ns": 8090, "attention_ns": 9120,
-                 "sync_ns": 830}
+HOST_COSTS_NS = {"launch_ns": 4240, "graph_launch_ns": 2450, "gemm_ns": 8200, "attention_ns": 9540,
+                 "sync_ns": 1260}
 
 
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with_held_out: bool = True) -> int:
