@@ -13,8 +13,9 @@ probe is interpreter loops, json and regular expressions, the kinds of work in h
 publishes, per CPU, pace = TARGET_US / (median of that CPU's last 5 timed probes). The shim multiplies
 every CPU ns it charges on that CPU by it.
 
-TARGET_US is the probe's time on the target's host, measured there the way --measure measures it. It carries
-over to any emulation machine through that machine's own probe time.
+TARGET_US is what the probe's time on the target's host is taken to be (a calibration constant, below). It
+carries over to another emulation machine through that machine's own probe time, as far as the probe slows
+as the program's host work does there.
 
     python -m timewarp.coordinator.pace --measure [SECONDS]   # this machine's probe times, per CPU
 """
@@ -31,10 +32,12 @@ import struct
 import sys
 import time
 
-# The probe's CPU time (us) on the target host, measured there: an H200 lease's host, two samples taken as
-# --measure takes them (the median over its 16 CPUs of each CPU's median: 146.8 and 167.1 us; fastest 117-122;
-# predictors/data/h200/pace_probe_2026-11-30). This machine takes 118-125 us in its usual state, so its
-# CPU time is priced at about 1.29x then. vLLM's TTFT over cases 1-6 centred between 1.32 and 1.56 (docs/VLLM.md).
+# What a CPU second here is priced against: the probe's time on the target host as the virtual clock should
+# see it. Probed on H200 hosts, the per-CPU medians were 147-167 us on one lease and 260-290 us on another
+# (predictors/data/h200/pace_probe_2026-11-30, vllm_2026-11-30g), yet vLLM's real TTFT differed by only 6-8%
+# between the two. A probe of an idle host does not carry over, so this is a calibration constant: 1.29x this
+# machine's usual 122 us. vLLM's TTFT over cases 1-6 came out -8.6% on average at 1.32 (two runs) and
+# +14.6% at 1.56 (docs/VLLM.md).
 TARGET_US = float(os.environ.get("TIMEWARP_PACE_TARGET_US") or 157.0)
 # A full round over the CPUs at most this often (s); more CPUs make the round longer (about 1% of one CPU).
 ROUND_S = 0.02

@@ -4,7 +4,8 @@
 # /root/parts (one `run` per part). Unpacks once (kept in /tmp/site while the machine stays warm).
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
-#   STAGE=serve   predictors/host_speed.py, then integrations/bench/real_vllm_baseline.sh (CASES from the
+#   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
+#                 integrations/bench/real_vllm_baseline.sh (CASES from the
 #                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines);
 #                 everything in one $OUT/serve_bundle.tar.gz
 set -u
@@ -26,7 +27,12 @@ case "${STAGE:?}" in
             printf '[vllm.general_plugins]\ntw_timeline = timeline:register\n' > /tmp/tl/tw_timeline-0.dist-info/entry_points.txt
             export PYTHONPATH=$PYTHONPATH:/tmp/tl:$PWD/integrations/vllm_plugin TIMEWARP_VLLM_TIMELINE=$OUT/timeline
           fi
+          # the host pace probe (coordinator/pace.py) before, during and after serving, on the same host
+          python3 coordinator/pace.py --measure 20 > "$OUT/pace_before.json"
+          python3 coordinator/pace.py --measure "${PACE_DURING_S:-240}" > "$OUT/pace_during.json" &
           PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh
+          wait
+          python3 coordinator/pace.py --measure 20 > "$OUT/pace_after.json"
           # at most 8 files come back: one bundle
           (cd "$OUT" && tar czf /tmp/serve_bundle.tar.gz --exclude serve_bundle.tar.gz . && rm -rf ./* && mv /tmp/serve_bundle.tar.gz .) ;;
   *) echo "unknown STAGE=$STAGE"; exit 2 ;;
