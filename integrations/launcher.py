@@ -411,6 +411,15 @@ def host_pricing() -> tuple[float, bool]:
             raise LauncherError(f"TIMEWARP_HOST_SPEED={fixed!r}: expected a positive number (target-host CPU "
                                 "seconds per CPU second here)")
         return speed, False
+    target = os.environ.get("TIMEWARP_PACE_TARGET_US")
+    if target:
+        try:
+            ok = float(target) > 0
+        except ValueError:
+            ok = False
+        if not ok:
+            raise LauncherError(f"TIMEWARP_PACE_TARGET_US={target!r}: expected a positive number (the host pace "
+                                "probe's CPU time on the target host, in microseconds)")
     return 1.0, os.environ.get("TIMEWARP_HOST_PACE", "1") not in ("0", "off", "no")
 
 
