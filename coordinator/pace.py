@@ -84,14 +84,22 @@ def run(clock_path: str, on_off: int, milli_off: int, mean_off: int, ncpu_max: i
     mm = mmap.mmap(fd, 0)
     os.close(fd)
     hist: dict[int, list[float]] = {c: [] for c in cpus}
-    published: list[int] = []   # every pace written, for the run's summary
+    # every pace written, for the run's summary: a count per value (bounded however long the run)
+    published: dict[int, int] = {}
 
     def summarize(*_):
-        if published:
-            v = sorted(published)
-            summary = {"rounds": len(v) // max(1, len(cpus)), "cpus": len(cpus), "target_us": target_us,
-                       "mean": sum(v) / len(v) / 1000, "p10": v[len(v) // 10] / 1000,
-                       "p90": v[9 * len(v) // 10] / 1000}
+        n = sum(published.values())
+        if n:
+            def quantile(q: float) -> float:
+                seen = 0
+                for v in sorted(published):
+                    seen += published[v]
+                    if seen > q * n:
+                        return v / 1000
+                return max(published) / 1000
+            summary = {"rounds": n // max(1, len(cpus)), "cpus": len(cpus), "target_us": target_us,
+                       "mean": sum(v * k for v, k in published.items()) / n / 1000,
+                       "p10": quantile(0.1), "p90": quantile(0.9)}
             try:
                 with open(clock_path + ".pace.json", "w") as f:
                     json.dump(summary, f)
@@ -112,7 +120,7 @@ def run(clock_path: str, on_off: int, milli_off: int, mean_off: int, ncpu_max: i
             del h[:-WINDOW]
             milli = max(50, min(int(round(1000 * target_us / statistics.median(h))), 20000))
             struct.pack_into("<I", mm, milli_off + 4 * c, milli)
-            published.append(milli)
+            published[milli] = published.get(milli, 0) + 1
         paces = [struct.unpack_from("<I", mm, milli_off + 4 * c)[0] for c in cpus]
         paces = [p for p in paces if p]
         if paces:
