@@ -39,6 +39,14 @@ import time
 # machine's usual 122 us. vLLM's TTFT over cases 1-6 came out -8.6% on average at 1.32 (two runs) and
 # +14.6% at 1.56 (docs/VLLM.md).
 TARGET_US = float(os.environ.get("TIMEWARP_PACE_TARGET_US") or 157.0)
+# The development machine's probe time in its usual state. Where no pace is measured (before the probe's
+# first round; a program run without `timewarp run`, whose clock is its own), CPU time is priced at
+# TARGET_US / USUAL_US: right for that machine in that state, a guess elsewhere.
+USUAL_US = 122.0
+
+
+def fallback_factor(target_us: float = TARGET_US) -> float:
+    return max(0.05, min(target_us / USUAL_US, 20.0))
 # A full round over the CPUs at most this often (s); more CPUs make the round longer (about 1% of one CPU).
 ROUND_S = 0.02
 WINDOW = 5

@@ -145,6 +145,10 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         env["TIMEWARP_TRACE"] = os.path.abspath(trace)
     if strict:
         env["TIMEWARP_STRICT"] = "1"
+    # what a CPU second is priced at where the host pace is not measured (shim_c/core/vclock.c)
+    speed, _ = host_pricing(base)
+    if not base.get("TIMEWARP_HOST_SPEED"):
+        env["TIMEWARP_HOST_SPEED_FALLBACK"] = f"{speed:.4f}"
     return env
 
 
@@ -397,11 +401,13 @@ def die_like(returncode: int) -> int:
     return exit_status(returncode)
 
 
-def host_pricing() -> tuple[float, bool]:
-    """(fixed factor, whether the pace probe runs) for the CPU time emulated programs are charged: the
-    measured host pace (coordinator/pace.py) unless TIMEWARP_HOST_SPEED fixes a factor or
-    TIMEWARP_HOST_PACE=0 turns it off (CPU time charged as measured)."""
-    fixed = os.environ.get("TIMEWARP_HOST_SPEED")
+def host_pricing(base: Mapping[str, str] | None = None) -> tuple[float, bool]:
+    """(static factor, whether the pace probe runs) for the CPU time emulated programs are charged: the
+    measured host pace (coordinator/pace.py; until it is measured, and without a coordinator, its fallback
+    factor) unless TIMEWARP_HOST_SPEED fixes a factor or TIMEWARP_HOST_PACE=0 turns it off (CPU time
+    charged as measured)."""
+    base = os.environ if base is None else base
+    fixed = base.get("TIMEWARP_HOST_SPEED")
     if fixed:
         try:
             speed = float(fixed)
@@ -411,16 +417,20 @@ def host_pricing() -> tuple[float, bool]:
             raise LauncherError(f"TIMEWARP_HOST_SPEED={fixed!r}: expected a positive number (target-host CPU "
                                 "seconds per CPU second here)")
         return speed, False
-    target = os.environ.get("TIMEWARP_PACE_TARGET_US")
-    if target:
-        try:
-            ok = float(target) > 0
-        except ValueError:
-            ok = False
-        if not ok:
-            raise LauncherError(f"TIMEWARP_PACE_TARGET_US={target!r}: expected a positive number (the host pace "
-                                "probe's CPU time on the target host, in microseconds)")
-    return 1.0, os.environ.get("TIMEWARP_HOST_PACE", "1") not in ("0", "off", "no")
+    if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
+        return 1.0, False
+    from timewarp.coordinator import pace
+    target = base.get("TIMEWARP_PACE_TARGET_US")
+    if not target:
+        return pace.fallback_factor(), True
+    try:
+        t = float(target)
+    except ValueError:
+        t = 0.0
+    if not t > 0:
+        raise LauncherError(f"TIMEWARP_PACE_TARGET_US={target!r}: expected a positive number (the host pace "
+                            "probe's CPU time on the target host, in microseconds)")
+    return pace.fallback_factor(t), True
 
 
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,

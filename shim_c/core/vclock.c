@@ -98,7 +98,9 @@ __attribute__((constructor(101))) static void vclock_init(void) {
         process_now = (_Atomic uint64_t *)&tw_tk->max_now;
         atomic_store(&own_max, tw_tk_start_clock());
     }
+    /* the fixed factor the user set, or the launcher's fallback for when no host pace is measured */
     const char *hs = getenv("TIMEWARP_HOST_SPEED");
+    if (!hs || !(atof(hs) > 0)) hs = getenv("TIMEWARP_HOST_SPEED_FALLBACK");
     if (hs && atof(hs) > 0) host_speed = atof(hs);
     /* Resolve the vDSO-backed clock_gettime for the waits that need real time; readings of the virtual
      * clock only need the CPU-time clock, which is a plain system call. */
