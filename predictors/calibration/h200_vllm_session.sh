@@ -28,11 +28,12 @@ case "${STAGE:?}" in
             export PYTHONPATH=$PYTHONPATH:/tmp/tl:$PWD/integrations/vllm_plugin TIMEWARP_VLLM_TIMELINE=$OUT/timeline
           fi
           # the host pace probe (coordinator/pace.py) before, during and after serving, on the same host
-          python3 coordinator/pace.py --measure 20 > "$OUT/pace_before.json"
-          python3 coordinator/pace.py --measure "${PACE_DURING_S:-240}" > "$OUT/pace_during.json" &
+          # (PACE=0 skips it, to leave the time budget to the cases)
+          [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure 20 > "$OUT/pace_before.json"
+          [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure "${PACE_DURING_S:-240}" > "$OUT/pace_during.json" &
           PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh
           wait
-          python3 coordinator/pace.py --measure 20 > "$OUT/pace_after.json"
+          [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure 20 > "$OUT/pace_after.json"
           # at most 8 files come back: one bundle
           (cd "$OUT" && tar czf /tmp/serve_bundle.tar.gz --exclude serve_bundle.tar.gz . && rm -rf ./* && mv /tmp/serve_bundle.tar.gz .) ;;
   *) echo "unknown STAGE=$STAGE"; exit 2 ;;
