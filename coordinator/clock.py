@@ -19,11 +19,6 @@ from pathlib import Path
 KEEPER_LIB = "libtimewarp_keeper.so"
 
 
-def _pace_target() -> float:
-    from .pace import TARGET_US
-    return TARGET_US
-
-
 class ClockError(RuntimeError):
     """The shared clock could not be created."""
 
@@ -36,9 +31,10 @@ def _shm_dir() -> Path:
 class SharedClock:
     """Creates the clock file, runs the keeper until close()."""
 
-    def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0, pace: bool = False):
-        """host_speed: a fixed factor on every CPU second charged; pace: measure it instead, per CPU and
-        moment (pace.py), falling back to host_speed until the first measurement."""
+    def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0,
+                 pace_target_us: float | None = None):
+        """host_speed: a fixed factor on every CPU second charged; pace_target_us: measure it instead, per CPU
+        and moment, against this target (pace.py), falling back to host_speed until the first measurement."""
         self.run_id = uuid.uuid4().hex[:12]
         self.path = str(_shm_dir() / f"timewarp-{os.getpid()}-{self.run_id}.clock")
         lib_path = Path(lib_dir) / KEEPER_LIB
@@ -64,22 +60,20 @@ class SharedClock:
                                         name="timewarp-keeper", daemon=True)
         self._thread.start()
         self.abort_reason: str | None = None
-        self._pace = self._start_pace() if pace else None
+        self._pace = self._start_pace(pace_target_us) if pace_target_us else None
         self.pace_summary: dict | None = None   # after close(): what the pace probe measured
 
-    def _start_pace(self) -> subprocess.Popen | None:
+    def _start_pace(self, target_us: float) -> subprocess.Popen | None:
         """The pace probe, outside emulation (no preload, no timewarp settings inherited)."""
         on, milli, mean, n = ctypes.c_long(), ctypes.c_long(), ctypes.c_long(), ctypes.c_int()
         self._lib.tw_keeper_pace_layout(ctypes.byref(on), ctypes.byref(milli), ctypes.byref(mean), ctypes.byref(n))
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith("TIMEWARP_") or k == "TIMEWARP_PACE_TARGET_US"}
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TIMEWARP_")}
         env.pop("LD_PRELOAD", None)
         env.pop("LD_AUDIT", None)
         try:
             return subprocess.Popen([sys.executable, "-m", "timewarp.coordinator.pace", "--run", self.path,
                                      str(on.value), str(milli.value), str(mean.value), str(n.value),
-                                     os.environ.get("TIMEWARP_PACE_TARGET_US", "")
-                                     or str(_pace_target())],
+                                     repr(target_us)],
                                     env=env, stdin=subprocess.DEVNULL, close_fds=True)
         except OSError:
             return None  # the static factor stays in use

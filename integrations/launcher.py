@@ -401,36 +401,35 @@ def die_like(returncode: int) -> int:
     return exit_status(returncode)
 
 
-def host_pricing(base: Mapping[str, str] | None = None) -> tuple[float, bool]:
-    """(static factor, whether the pace probe runs) for the CPU time emulated programs are charged: the
-    measured host pace (coordinator/pace.py; until it is measured, and without a coordinator, its fallback
-    factor) unless TIMEWARP_HOST_SPEED fixes a factor or TIMEWARP_HOST_PACE=0 turns it off (CPU time
-    charged as measured)."""
-    base = os.environ if base is None else base
-    fixed = base.get("TIMEWARP_HOST_SPEED")
-    if fixed:
-        try:
-            speed = float(fixed)
-        except ValueError:
-            speed = 0.0
-        if not speed > 0:
-            raise LauncherError(f"TIMEWARP_HOST_SPEED={fixed!r}: expected a positive number (target-host CPU "
-                                "seconds per CPU second here)")
-        return speed, False
-    if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
-        return 1.0, False
-    from timewarp.coordinator import pace
-    target = base.get("TIMEWARP_PACE_TARGET_US")
-    if not target:
-        return pace.fallback_factor(), True
+def _positive(base: Mapping[str, str], name: str, what: str) -> float | None:
+    """The positive number variable name holds (None when unset); a clear error otherwise."""
+    value = base.get(name)
+    if not value:
+        return None
     try:
-        t = float(target)
+        x = float(value)
     except ValueError:
-        t = 0.0
-    if not t > 0:
-        raise LauncherError(f"TIMEWARP_PACE_TARGET_US={target!r}: expected a positive number (the host pace "
-                            "probe's CPU time on the target host, in microseconds)")
-    return pace.fallback_factor(t), True
+        x = 0.0
+    if not x > 0:
+        raise LauncherError(f"{name}={value!r}: expected a positive number ({what})")
+    return x
+
+
+def host_pricing(base: Mapping[str, str] | None = None) -> tuple[float, float | None]:
+    """(static factor, the pace probe's target in us or None when it does not run) for the CPU time emulated
+    programs are charged: the measured host pace (coordinator/pace.py; until it is measured, and without a
+    coordinator, its fallback factor) unless TIMEWARP_HOST_SPEED fixes a factor or TIMEWARP_HOST_PACE=0
+    turns it off (CPU time charged as measured)."""
+    base = os.environ if base is None else base
+    speed = _positive(base, "TIMEWARP_HOST_SPEED", "target-host CPU seconds per CPU second here")
+    if speed is not None:
+        return speed, None
+    if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
+        return 1.0, None
+    from timewarp.coordinator import pace
+    target = _positive(base, "TIMEWARP_PACE_TARGET_US",
+                       "the host pace probe's CPU time on the target host, in microseconds") or pace.TARGET_US
+    return pace.fallback_factor(target), target
 
 
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
@@ -439,14 +438,14 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
     existing one (None returned). Returns (coordinator or None, environment for the child)."""
     from timewarp.coordinator import server
 
-    speed, pace = host_pricing()
+    speed, pace_target_us = host_pricing()
     try:
         if join:
             reply = server.join(join, token)
             return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
                           "TIMEWARP_TOPOLOGY": reply.topology}
         coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
-                                   token=token, host_speed=speed, pace=pace)
+                                   token=token, host_speed=speed, pace_target_us=pace_target_us)
     except server.CoordinatorError as e:
         raise LauncherError(str(e)) from None
     except Exception as e:  # the keeper library, the clock file
