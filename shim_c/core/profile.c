@@ -90,7 +90,7 @@ static char *rest_of_line(char *s) {
     return *s ? strdup(s) : NULL;
 }
 
-static void load(void) {
+static void load_rows(void) {
     const char *path = getenv("TIMEWARP_PROFILE");
     if (!path || !*path) return;
     FILE *f = fopen(path, "r");
@@ -173,6 +173,13 @@ static void load(void) {
         ngemm = nattn = ncopy = nkern = nkrow = 0;
         memset(host_costs, 0, sizeof host_costs);
     }
+}
+
+/* reading the table is the emulator's own work, not the program's host time */
+static void load(void) {
+    tw_charge_pause();
+    load_rows();
+    tw_charge_resume();
 }
 
 /* ---------------------------------------------------------------- cache of predictions per key */
@@ -642,8 +649,10 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
         return s;
     }
     pthread_mutex_unlock(&cache_lock);
+    tw_charge_pause();   /* a miss is the emulator's work: the real launch path does not pay it */
     double s = gemm ? gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer)
              : copy ? copy_predict(spec, op, layer) : kern_predict(spec, op, layer);
+    tw_charge_resume();
     if (s <= 0) { s = 0; *layer = TW_LAYER_ROOFLINE; }
     /* misses are cached too: a kernel the profile lacks is looked up once, not at every launch */
     pthread_mutex_lock(&cache_lock);

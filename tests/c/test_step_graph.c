@@ -66,6 +66,9 @@ int main(void) {
         /* decode of 64 requests, at 512 and then 8192 tokens of context */
         for (int i = 0; i < 64; i++) { q[i] = 1; k[i] = round ? 8192 : 512; }
         tw_step_set(64, q, k, 32, 8, 128);
+        /* one unmeasured replay first: the first replay at a new context also pays one-off host work (the
+         * prediction's miss) that the events see but the graph's start does not include */
+        cudaGraphLaunch(exec, s);
         cudaStreamSynchronize(s);
         double launched = now_ms();
         cudaEventRecord(e0, s);
@@ -79,9 +82,8 @@ int main(void) {
         CHECK(called_at - launched >= 0.95 * ms[round], "host function at +%.4f ms, before the attention's end (%.4f ms)",
               called_at - launched, ms[round]);
     }
-    /* without re-timing both replays take the same; 2x leaves room for the host time the first one includes
-     * (the launch's CPU time, priced by the host pace: 2.8x was measured at 1.29) */
-    CHECK(ms[1] > 2 * ms[0], "16x the context: the replay took %.4f ms against %.4f", ms[1], ms[0]);
+    /* without re-timing both replays take the same */
+    CHECK(ms[1] > 3 * ms[0], "16x the context: the replay took %.4f ms against %.4f", ms[1], ms[0]);
     if (!fails) printf("ALL OK\n");
     return fails != 0;
 }
