@@ -149,6 +149,8 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     speed, _ = host_pricing(base)
     if not base.get("TIMEWARP_HOST_SPEED"):
         env["TIMEWARP_HOST_SPEED_FALLBACK"] = f"{speed:.4f}"
+    # how long a message its reader has not seen yet holds the run's clock (shim_c/libc/message.c)
+    _positive(base, "TIMEWARP_MSG_HOLD_US", "real microseconds; 0 turns the hold off", zero_ok=True)
     return env
 
 
@@ -401,17 +403,18 @@ def die_like(returncode: int) -> int:
     return exit_status(returncode)
 
 
-def _positive(base: Mapping[str, str], name: str, what: str) -> float | None:
-    """The positive number variable name holds (None when unset); a clear error otherwise."""
+def _positive(base: Mapping[str, str], name: str, what: str, zero_ok: bool = False) -> float | None:
+    """The positive (or, zero_ok, non-negative) number variable name holds (None when unset); a clear error
+    otherwise."""
     value = base.get(name)
     if not value:
         return None
     try:
         x = float(value)
     except ValueError:
-        x = 0.0
-    if not x > 0:
-        raise LauncherError(f"{name}={value!r}: expected a positive number ({what})")
+        x = -1.0
+    if not (x >= 0 if zero_ok else x > 0) or x == float("inf"):
+        raise LauncherError(f"{name}={value!r}: expected a {'zero or positive' if zero_ok else 'positive'} number ({what})")
     return x
 
 

@@ -1,5 +1,6 @@
 """The coordinator: one virtual clock across processes, NCCL across ranks, failures, bad input."""
 import json
+import os
 import re
 import subprocess
 import sys
@@ -42,6 +43,24 @@ def test_polling_parent_does_not_outrun_its_child():
     assert 1.0 <= res["child_s"] < 4.0, res
     # the parent sees the child end within a few of its 0.2 s polls, plus the child's exit
     assert res["parent_s"] < res["child_s"] + 1.5, res
+
+
+@pytest.mark.parametrize("channel,wait", [("pipe", "poll"), ("unix", "poll"), ("tcp", "select")])
+def test_a_reader_woken_by_a_message_resumes_at_its_write(channel, wait):
+    """shim_c/libc/message.c: the reader resumes when the message was written, not at the run's highest time
+    (another process slept 0.5 s meanwhile and woke it: before message stamps it resumed after that sleep).
+    Not epoll: a stopped epoll_wait returns EINTR when continued, and a signal wakes at the run's highest time."""
+    r = timewarp("run", "--", sys.executable, str(PROGS / "message_stamps.py"), channel, wait)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["slept"] - res["wrote"] > 0.5, res
+    assert 0 <= res["woke"] - res["wrote"] < 0.02, res
+    # switched off, the same wake-up falls back to the run's highest time
+    off = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "run", "--", sys.executable,
+                          str(PROGS / "message_stamps.py"), channel, wait], capture_output=True, text=True,
+                         timeout=600, env={**os.environ, "TIMEWARP_MSG_STAMPS": "0"})
+    res = json.loads(off.stdout.strip().splitlines()[-1])
+    assert res["woke"] >= res["slept"], res
 
 
 @pytest.mark.parametrize("world", [2, 4])

@@ -102,8 +102,9 @@ def test_a_fixed_host_speed_replaces_the_pace():
     assert statistics.median(run.result["ratios"]) == pytest.approx(3, rel=0.05)
 
 
-@pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3")])
+@pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
+                                        ("TIMEWARP_MSG_HOLD_US", "2ms")])
 def test_a_malformed_host_speed_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
-    assert f"{name}={value!r}" in run.stderr and "positive number" in run.stderr
+    assert f"{name}={value!r}" in run.stderr and "positive number" in run.stderr, run.stderr

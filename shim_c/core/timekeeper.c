@@ -164,3 +164,30 @@ int tw_tk_due(uint64_t t) {
     if (tw_tk_advance(k) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
     return !keeper_alive(k);
 }
+
+/* ---- message stamps (shim_c/libc/message.c keys the channels) */
+/* How long (real time) a message not yet seen holds the keeper's clock at most: TIMEWARP_MSG_HOLD_US (the
+ * launcher checks it). 2 ms: a reader that is woken is scheduled well within it on a loaded 2-core machine,
+ * and a message whose reader never polls for it (it reads blocking, or is outside the run) costs no more. */
+#define MSG_HOLD_DEFAULT_NS 2000000
+static int64_t msg_hold_ns = -1;
+
+void tw_tk_msg_sent(uint64_t key, int hold) {
+    if (!tw_tk) return;
+    uint64_t t = tw_now();
+    tw_tk_msg_stamp(tw_tk, key, t);
+    if (!hold) return;
+    if (msg_hold_ns < 0) {
+        const char *v = getenv("TIMEWARP_MSG_HOLD_US");
+        msg_hold_ns = v && *v ? (int64_t)(atof(v) * 1000) : MSG_HOLD_DEFAULT_NS;
+    }
+    if (msg_hold_ns > 0) tw_tk_msg_hold(tw_tk, key, t, tw_tk_real_ns() + msg_hold_ns);
+}
+
+int tw_tk_msg_at(uint64_t key, uint64_t *t) {
+    int found = 0;
+    if (!tw_tk) return 0;
+    *t = tw_tk_msg_time(tw_tk, key, &found);
+    if (found) tw_tk_msg_seen(tw_tk, key);
+    return found;
+}

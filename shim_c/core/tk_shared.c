@@ -140,6 +140,8 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
     __atomic_sub_fetch(&k->sleepers, 1, __ATOMIC_ACQ_REL);
 }
 
+static void pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
+
 /* The minimum over running clocks and waiting deadlines; *running says whether a running thread set it. */
 static uint64_t scan(tw_tk_shared *k, int *running) {
     uint64_t lo = UINT64_MAX;
@@ -162,6 +164,18 @@ static uint64_t scan(tw_tk_shared *k, int *running) {
         default: continue;   /* FREE, BLOCK, LOST: nothing it does can come before it is woken */
         }
         if (c < lo) lo = c;
+    }
+    /* a message on its way to a reader that will act at its stamp, as a running thread would */
+    if (LOAD(&k->npend)) {
+        int64_t now = tw_tk_real_ns();
+        for (uint32_t i = 0; i < TW_TK_PENDS; i++) {
+            tw_tk_pend *e = &k->pends[i];
+            uint64_t key = LOAD(&e->key);
+            if (!key) continue;
+            if (now >= LOAD(&e->until)) { pend_free(k, e, key); continue; }
+            uint64_t c = LOAD(&e->stamp);
+            if (c < lo) { lo = c; *running = 1; }
+        }
     }
     return lo;
 }
@@ -211,6 +225,84 @@ void tw_tk_abort(tw_tk_shared *k, const char *reason) {
     if (__atomic_compare_exchange_n(&k->aborted, &zero, 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         snprintf(k->abort_reason, sizeof k->abort_reason, "%s", reason);
     tw_tk_wake_all(k);
+}
+
+/* ---- message stamps: open addressing, entries never freed (a full table answers "none": the reader
+ * then falls back to the run's highest time) */
+#define MSG_PROBES 64
+static inline uint32_t msg_home(uint64_t key) { return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 51) & (TW_TK_MSGS - 1); }
+
+void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
+    if (!key) return;
+    uint32_t h = msg_home(key);
+    for (uint32_t i = 0; i < MSG_PROBES; i++) {
+        tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
+        uint64_t cur = LOAD(&e->key);
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (!__atomic_compare_exchange_n(&e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cur = zero;
+            else cur = key;
+        }
+        if (cur != key) continue;
+        uint64_t v = t + 1, g = LOAD(&e->stamp);
+        while (g < v && !__atomic_compare_exchange_n(&e->stamp, &g, v, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+        return;
+    }
+}
+
+uint64_t tw_tk_msg_time(tw_tk_shared *k, uint64_t key, int *found) {
+    *found = 0;
+    if (!key) return 0;
+    uint32_t h = msg_home(key);
+    for (uint32_t i = 0; i < MSG_PROBES; i++) {
+        tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
+        uint64_t cur = LOAD(&e->key);
+        if (cur == 0) return 0;
+        if (cur != key) continue;
+        uint64_t v = LOAD(&e->stamp);
+        if (!v) return 0;
+        *found = 1;
+        return v - 1;
+    }
+    return 0;
+}
+
+void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until) {
+    if (!key) return;
+    tw_tk_pend *free_e = NULL;
+    for (uint32_t i = 0; i < TW_TK_PENDS; i++) {
+        tw_tk_pend *e = &k->pends[i];
+        uint64_t cur = LOAD(&e->key);
+        if (cur == key) {   /* one more message on a channel not read yet: the earliest stamp holds */
+            STORE(&e->until, until);
+            return;
+        }
+        if (!cur && !free_e) free_e = e;
+    }
+    for (; free_e < k->pends + TW_TK_PENDS; free_e++) {
+        uint64_t zero = 0;
+        if (LOAD(&free_e->key) != 0) continue;
+        STORE(&free_e->stamp, t);
+        STORE(&free_e->until, until);
+        if (__atomic_compare_exchange_n(&free_e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+            __atomic_add_fetch(&k->npend, 1, __ATOMIC_ACQ_REL);
+            __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+}
+
+static void pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key) {
+    if (__atomic_compare_exchange_n(&e->key, &key, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        __atomic_sub_fetch(&k->npend, 1, __ATOMIC_ACQ_REL);
+        __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+    }
+}
+
+void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key) {
+    if (!key || !LOAD(&k->npend)) return;
+    for (uint32_t i = 0; i < TW_TK_PENDS; i++)
+        if (LOAD(&k->pends[i].key) == key) pend_free(k, &k->pends[i], key);
 }
 
 void tw_tk_coll_lock(tw_tk_shared *k) {

@@ -281,7 +281,9 @@ void tw_tk_block_begin(void) {
     tw_tk_advance(tw_tk);  /* this thread no longer holds the clock back */
 }
 
-/* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken
+/* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken by
+ * messages whose writers' times are known (TW_WAKE_AT, shim_c/libc/message.c): at the latest of them (the
+ * `deadline` argument), never before its own clock. Woken
  * by another thread of this process (TW_WAKE_LOCAL: a private condvar, lock or futex): no earlier than
  * anything this process did. Woken by something that may come from another process (TW_WAKE_ANY: a
  * descriptor, a shared semaphore): no earlier than anything that happened anywhere. The distinction keeps
@@ -289,7 +291,7 @@ void tw_tk_block_begin(void) {
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
-    uint64_t t = how == TW_WAKE_TIMEOUT ? deadline
+    uint64_t t = how == TW_WAKE_TIMEOUT || how == TW_WAKE_AT ? deadline
                : how == TW_WAKE_LOCAL ? atomic_load_explicit(&own_max, memory_order_acquire)
                : atomic_load_explicit(process_now, memory_order_acquire);
     resume_at(s, t);

@@ -272,10 +272,19 @@ int tw_libc_kw_due(uint64_t target) {
     return due;
 }
 
+/* A wait that something outside this process may end (TW_WAKE_ANY): message stamps may say when. */
+static int tw_libc_wake_rule(int wake, uint64_t *t) {
+    if (wake != TW_WAKE_ANY) return wake;
+    return tw_msg_wake_resolve(t);
+}
+
 void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
     int saved = errno;
+    uint64_t at = target;
+    int how = tw_libc_wake_rule(wake, &at);   /* always asked: it forgets the wait's readiness */
     tw_libc_depth++;
-    tw_tk_wake(timed_out ? TW_WAKE_TIMEOUT : wake, target);
+    if (timed_out) tw_tk_wake(TW_WAKE_TIMEOUT, target);
+    else tw_tk_wake(how, at);
     tw_libc_depth--;
     if (timed_out && target > tw_libc_last) tw_libc_last = target;
     errno = saved;
@@ -300,8 +309,21 @@ void tw_libc_block_begin(void) {
 
 void tw_libc_block_end(int wake) {
     int saved = errno;
+    uint64_t at = 0;
+    int how = tw_libc_wake_rule(wake, &at);
     tw_libc_depth++;
-    tw_tk_wake(wake, 0);
+    tw_tk_wake(how, at);
+    tw_libc_depth--;
+    errno = saved;
+}
+
+void tw_libc_msg_catch_up(void) {
+    uint64_t at = 0;
+    if (tw_msg_wake_resolve(&at) != TW_WAKE_AT) return;
+    int saved = errno;
+    tw_libc_depth++;
+    (void)tw_now();   /* charge the CPU time until here first: a wake-up forgets it */
+    tw_tk_wake(TW_WAKE_AT, at);
     tw_libc_depth--;
     errno = saved;
 }

@@ -167,6 +167,17 @@ int64_t tw_libc_slice(uint64_t target) TW_HIDDEN;
  * than anything that happened. Preserve errno. */
 void tw_libc_block_begin(void) TW_HIDDEN;
 void tw_libc_block_end(int wake) TW_HIDDEN;
+/* Message stamps (message.c): after a wait's real call, what became ready (r: its result), then at the
+ * wait's end the wake rule: TW_WAKE_AT with *t (the latest write among readable descriptors), TW_WAKE_ANY
+ * (one of them untracked, or a signal) or TW_WAKE_LOCAL (only writable ones). Without a prior call: ANY. */
+struct pollfd;
+struct epoll_event;
+void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) TW_HIDDEN;
+void tw_msg_wake_select(int n, const void *r, const void *e, int res) TW_HIDDEN;
+void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) TW_HIDDEN;
+int tw_msg_wake_resolve(uint64_t *t) TW_HIDDEN;
+/* A non-blocking check found events: move to the stamp of what it found, when known. */
+void tw_libc_msg_catch_up(void) TW_HIDDEN;
 /* A real absolute deadline rel_ns from now on clock clk. */
 struct timespec tw_libc_real_after(clockid_t clk, int64_t rel_ns) TW_HIDDEN;
 

@@ -56,6 +56,7 @@ static int tw_poll_call(void *c, int64_t rel) {
     tw_poll_ctx *x = c;
     struct timespec ts = tw_ns_ts(rel);
     x->r = tw_real.ppoll(x->fds, x->n, &ts, x->mask);
+    if (x->r != 0) tw_msg_wake_poll(x->fds, x->n, x->r);
     return x->r != 0;
 }
 
@@ -63,6 +64,7 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
     if (rel_ns < 0) {   /* no timeout */
         tw_libc_block_begin();
         int r = tw_real.ppoll(fds, n, NULL, mask);
+        tw_msg_wake_poll(fds, n, r);
         tw_libc_block_end(TW_WAKE_ANY);
         return r;
     }
@@ -77,8 +79,22 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
     return x.r;
 }
 
+/* A non-blocking check under the keeper that finds stamped data moves the thread to the data's time. */
+static int tw_poll_now(struct pollfd *fds, nfds_t n) {
+    int r = tw_real.poll(fds, n, 0);
+    if (r > 0 && tw_libc_keeper()) { tw_msg_wake_poll(fds, n, r); tw_libc_msg_catch_up(); }
+    return r;
+}
+
+static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_t *mask) {
+    int r = tw_real.epoll_pwait(epfd, ev, max, 0, mask);
+    if (r > 0 && tw_libc_keeper()) { tw_msg_wake_epoll(epfd, ev, r); tw_libc_msg_catch_up(); }
+    return r;
+}
+
 TW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
-    if (!tw_libc_virtual() || timeout == 0) return tw_real.poll(fds, n, timeout);
+    if (!tw_libc_virtual()) return tw_real.poll(fds, n, timeout);
+    if (timeout == 0) return tw_poll_now(fds, n);
     if (tw_libc_keeper()) return tw_poll_keeper(fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
     if (timeout < 0) return tw_real.poll(fds, n, timeout);
     uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
@@ -148,6 +164,7 @@ static int tw_select_call(void *c, int64_t rel) {
     if (x->e) *x->e = x->e0;
     struct timespec ts = tw_ns_ts(rel);
     x->res = tw_real.pselect(x->n, x->r, x->w, x->e, &ts, x->mask);
+    if (x->res != 0) tw_msg_wake_select(x->n, x->r, x->e, x->res);
     return x->res != 0;
 }
 
@@ -155,6 +172,7 @@ static int tw_select_keeper(int n, fd_set *r, fd_set *w, fd_set *e, int64_t rel_
     if (rel_ns < 0) {
         tw_libc_block_begin();
         int rr = tw_real.pselect(n, r, w, e, NULL, mask);
+        tw_msg_wake_select(n, r, e, rr);
         tw_libc_block_end(TW_WAKE_ANY);
         return rr;
     }
@@ -222,10 +240,14 @@ static int tw_epoll_call(void *c, int64_t rel) {
     if (tw_real.epoll_pwait2 && !__atomic_load_n(&no_pwait2, __ATOMIC_RELAXED)) {
         struct timespec ts = tw_ns_ts(rel);
         x->r = tw_real.epoll_pwait2(x->epfd, x->ev, x->max, &ts, x->mask);
-        if (!(x->r < 0 && errno == ENOSYS)) return x->r != 0;
+        if (!(x->r < 0 && errno == ENOSYS)) {
+            if (x->r != 0) tw_msg_wake_epoll(x->epfd, x->ev, x->r);
+            return x->r != 0;
+        }
         __atomic_store_n(&no_pwait2, 1, __ATOMIC_RELAXED);
     }
     x->r = tw_real.epoll_pwait(x->epfd, x->ev, x->max, (int)((rel + 999999) / 1000000), x->mask);
+    if (x->r != 0) tw_msg_wake_epoll(x->epfd, x->ev, x->r);
     return x->r != 0;
 }
 
@@ -233,6 +255,7 @@ static int tw_epoll_keeper(int epfd, struct epoll_event *ev, int max, int64_t re
     if (rel_ns < 0) {
         tw_libc_block_begin();
         int r = tw_real.epoll_pwait(epfd, ev, max, -1, mask);
+        tw_msg_wake_epoll(epfd, ev, r);
         tw_libc_block_end(TW_WAKE_ANY);
         return r;
     }
@@ -242,7 +265,8 @@ static int tw_epoll_keeper(int epfd, struct epoll_event *ev, int max, int64_t re
 }
 
 TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout) {
-    if (!tw_libc_virtual() || timeout == 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
+    if (!tw_libc_virtual()) return tw_real.epoll_wait(epfd, ev, max, timeout);
+    if (timeout == 0) return tw_epoll_now(epfd, ev, max, NULL);
     if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
     if (timeout < 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
     uint64_t target = tw_rel_target((int64_t)timeout * 1000000);
@@ -252,7 +276,8 @@ TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 }
 
 TW_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask) {
-    if (!tw_libc_virtual() || timeout == 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    if (!tw_libc_virtual()) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    if (timeout == 0) return tw_epoll_now(epfd, ev, max, mask);
     if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, mask);
     if (timeout < 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
     uint64_t target = tw_rel_target((int64_t)timeout * 1000000);

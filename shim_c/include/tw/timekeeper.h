@@ -13,7 +13,9 @@
  * - the collective rendezvous table (NCCL across processes);
  * - the abort flag: a participant died; waiting threads return an error instead of hanging;
  * - the host pace: per CPU of this machine, what one CPU second there is worth on the target's host right
- *   now (coordinator/pace.py measures it; this machine's CPU speed changes with its neighbours' load).
+ *   now (coordinator/pace.py measures it; this machine's CPU speed changes with its neighbours' load);
+ * - message stamps: per channel (one direction of a socket, pipe or eventfd; shim_c/libc/message.c keys
+ *   them), the virtual time of its latest write, so that a reader woken by it resumes at that time.
  *
  * Slot states: RUN (running; its clock is its last reading, or the keeper's extrapolation by its CPU time),
  * SLEEP (only time wakes it: sleeps and GPU waits, until `deadline`), TWAIT (a wait with a deadline that an
@@ -33,11 +35,13 @@ extern "C" {
 #endif
 
 #define TW_TK_MAGIC 0x316b63776b747774ull /* "twtkwck1" */
-#define TW_TK_VERSION 2
+#define TW_TK_VERSION 3
 #define TW_TK_SLOTS 2048
 #define TW_TK_COLLS 256
 #define TW_TK_MAX_RANKS 64
 #define TW_TK_PACE_CPUS 256
+#define TW_TK_MSGS 8192
+#define TW_TK_PENDS 256
 
 enum { TW_SLOT_FREE = 0, TW_SLOT_RUN = 1, TW_SLOT_SLEEP = 2, TW_SLOT_TWAIT = 3, TW_SLOT_BLOCK = 4, TW_SLOT_LOST = 5 };
 
@@ -71,6 +75,21 @@ typedef struct tw_tk_coll {
     int32_t gpu[TW_TK_MAX_RANKS];        /* each rank's physical GPU on the virtual cluster */
 } tw_tk_coll;
 
+/* One direction of a channel and the virtual time of its latest write (open addressing on key; 0: free). */
+typedef struct tw_tk_msg {
+    uint64_t key;
+    uint64_t stamp;         /* the writer's virtual time + 1 (0: none yet) */
+} tw_tk_msg;
+
+/* A message written and not yet seen by its reader: until real time `until`, the keeper's clock may not
+ * pass its stamp (the reader, about to wake in real time, will act at that virtual time). */
+typedef struct tw_tk_pend {
+    uint64_t key;           /* 0: free */
+    uint64_t stamp;
+    int64_t until;          /* real CLOCK_MONOTONIC ns */
+    uint64_t pad;
+} tw_tk_pend;
+
 typedef struct tw_tk_shared {
     uint64_t magic;
     uint32_t version, nslots;
@@ -93,9 +112,11 @@ typedef struct tw_tk_shared {
     /* per CPU: target-host ns per 1000 ns of CPU time here (0: not measured yet, use the mean of the others) */
     uint32_t pace_milli[TW_TK_PACE_CPUS];
     uint32_t pace_mean;      /* the mean over measured CPUs (the fallback) */
-    uint32_t pace_pad2;
+    uint32_t npend;          /* entries of `pends` in use */
     tw_tk_coll colls[TW_TK_COLLS];
     tw_tk_slot slots[TW_TK_SLOTS];
+    tw_tk_msg msgs[TW_TK_MSGS];
+    tw_tk_pend pends[TW_TK_PENDS];
 } tw_tk_shared;
 
 /* ---- tk_shared.c: operations on the shared state, for the core and the keeper alike */
@@ -125,16 +146,26 @@ int64_t tw_tk_real_ns(void);
 char tw_tk_task_state(int32_t pid, int32_t tid);
 /* What one ns of CPU time on cpu is worth on the virtual clock: the pace when the probe runs, else dflt. */
 double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt);
+/* Message stamps: raise channel key's stamp to t (its writer's time); the latest write's time on key, or
+ * 0 when none was seen (or the table is full). */
+void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t);
+uint64_t tw_tk_msg_time(tw_tk_shared *k, uint64_t key, int *found);
+/* A message on key at virtual time t holds the keeper's clock until its reader sees it, or until real time
+ * `until`; tw_tk_msg_seen: the reader saw what key carried. */
+void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until);
+void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key);
 void tw_tk_coll_lock(tw_tk_shared *k);
 void tw_tk_coll_unlock(tw_tk_shared *k);
 
 /* ---- timekeeper.c and vclock.c: this process's side (libtimewarp.so only) */
 /* how a wait ended (vclock.c: tw_tk_wake) */
-enum { TW_WAKE_TIMEOUT = 0, TW_WAKE_ANY = 1, TW_WAKE_LOCAL = 2 };
+enum { TW_WAKE_TIMEOUT = 0, TW_WAKE_ANY = 1, TW_WAKE_LOCAL = 2, TW_WAKE_AT = 3 };
 extern tw_tk_shared *tw_tk;    /* NULL: no time keeper, process-local time */
 void tw_tk_attach(int64_t *epoch_realtime, int64_t *epoch_monotonic);
 tw_tk_slot *tw_tk_thread_slot(uint64_t now);   /* the calling thread's slot, claimed on first use */
 uint64_t tw_tk_start_clock(void);              /* where a new process's timeline starts */
+void tw_tk_msg_sent(uint64_t key, int hold);   /* this thread writes on channel key now (hold: see pends) */
+int tw_tk_msg_at(uint64_t key, uint64_t *t);   /* 1 and *t: the latest write on key (now seen); 0: none known */
 int tw_tk_reserve(void);                       /* pthread_create's slot for the new thread (-1: none) */
 void tw_tk_adopt(int slot);                    /* the new thread takes it */
 void tw_tk_unreserve(int slot);                /* the creation failed: give it back */
