@@ -70,11 +70,14 @@ class SharedClock:
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIMEWARP_")}
         env.pop("LD_PRELOAD", None)
         env.pop("LD_AUDIT", None)
+        # run from "/": started in a checkout, `python -m` found the source folder timewarp/ first and the
+        # probe died (ModuleNotFoundError), leaving the run on the fallback factor
+        env["PYTHONSAFEPATH"] = "1"
         try:
             return subprocess.Popen([sys.executable, "-m", "timewarp.coordinator.pace", "--run", self.path,
                                      str(on.value), str(milli.value), str(mean.value), str(n.value),
                                      repr(target_us)],
-                                    env=env, stdin=subprocess.DEVNULL, close_fds=True)
+                                    env=env, stdin=subprocess.DEVNULL, close_fds=True, cwd="/")
         except OSError:
             return None  # the static factor stays in use
 
@@ -97,13 +100,16 @@ class SharedClock:
             return
         self._stop.value = 1
         if self._pace is not None:
+            died = self._pace.poll()   # ended by itself: no pace was measured after that
+            if died:
+                self.pace_summary = {"failed": died}
             self._pace.terminate()
             try:
                 self._pace.wait(timeout=2)
             except subprocess.TimeoutExpired:
                 self._pace.kill()
             try:
-                self.pace_summary = json.loads(Path(self.path + ".pace.json").read_text())
+                self.pace_summary = self.pace_summary or json.loads(Path(self.path + ".pace.json").read_text())
                 os.unlink(self.path + ".pace.json")
             except (OSError, ValueError):
                 pass

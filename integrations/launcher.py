@@ -485,7 +485,10 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
         rep.absorb_live()
         if summary:
             lines = summarize(rep.records(), gpu_name)
-            if lines and pace:
+            if lines and pace and "failed" in pace:
+                lines.append(f"  host pace: NOT measured (the probe exited with status {pace['failed']}); CPU time "
+                             f"here charged x{env.get('TIMEWARP_HOST_SPEED_FALLBACK', '?')} (the fallback)")
+            elif lines and pace:
                 lines.append(f"  host pace: CPU time here charged x{pace['mean']:.2f} on average (p10 "
                              f"{pace['p10']:.2f}, p90 {pace['p90']:.2f}; coordinator/pace.py)")
             if lines:
