@@ -63,6 +63,23 @@ def test_a_reader_woken_by_a_message_resumes_at_its_write(channel, wait):
     assert res["woke"] >= res["slept"], res
 
 
+def test_a_message_not_yet_seen_holds_the_clock():
+    """A message its reader has not seen holds the run's clock at its stamp (TIMEWARP_MSG_HOLD_US of real time
+    at most): the stopped reader never sees it, so the other process's 0.5 s sleep is granted only once the
+    hold runs out, 3 s of real time later; without the hold at once."""
+    def wall(hold_us):
+        t0 = time.monotonic()
+        r = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "run", "--", sys.executable,
+                            str(PROGS / "message_stamps.py"), "unix", "poll"], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "TIMEWARP_MSG_HOLD_US": str(hold_us)})
+        assert r.returncode == 0, r.stderr[-3000:]
+        res = json.loads(r.stdout.strip().splitlines()[-1])
+        assert 0 <= res["woke"] - res["wrote"] < 0.02, res
+        return time.monotonic() - t0
+    held, free = wall(3_000_000), wall(0)
+    assert held - free > 2.0, (held, free)
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_torch_distributed_nccl_across_processes(world):
     r = timewarp("run", "--gpus", str(world), "--", sys.executable, str(PROGS / "dist_ops.py"), str(world))
