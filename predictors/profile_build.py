@@ -8,7 +8,8 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
     set   <bytes> <ns>                                              device memsets (cudaMemsetAsync)
-    host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns> <ns>  host costs of the real stack per call
+    host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns|module_load_ns|module_load_ns_per_mb> <ns>
+          host costs of the real stack per call (per module loaded, per MB of its fatbinary)
     kgap  <ns>                                                      time between back-to-back kernels
     attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
@@ -436,8 +437,15 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = K
 #                    driver's wake-up after the work is done, charged by every blocking synchronize)
 # The other host metrics (silu, add with allocation, launch then synchronize) and the demo's decode are the
 # checks. These depend on the host CPU of the target machine as much as on the GPU (docs/LIMITATIONS.md).
+# module_load_ns, module_load_ns_per_mb: CUDA's lazy module loading, the host CPU the first use of a module's
+# kernel costs (shim_c/cudart/launch.c), fitted on predictors/data/h200/lazy_loading_2026-11-30: per PyTorch
+# operation, first call minus second under CUDA_MODULE_LOADING=LAZY, minus the same under EAGER, against the
+# modules the same operations load under emulation (TIMEWARP_LAZY_LOG=1) and their fatbinaries' sizes;
+# least squares over the 22 operations of the two repetitions' mean (4.1 and 11.1 ms per module in each:
+# the lease's first process was slower). multinomial (8 modules, 9.8 MB), not fitted: 128 ms predicted,
+# 98-169 ms measured.
 HOST_COSTS_NS = {"launch_ns": 4240, "graph_launch_ns": 2450, "gemm_ns": 8200, "attention_ns": 9540,
-                 "sync_ns": 1260}
+                 "sync_ns": 1260, "module_load_ns": 7570000, "module_load_ns_per_mb": 6950000}
 
 
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with_held_out: bool = True) -> int:

@@ -11,15 +11,61 @@
 typedef struct reg_module {
     void *handle_slot;               /* &handle_slot is the handle (void **) given out */
     const tw_fatbin_wrapper *wrapper;
+    uint64_t bytes;                  /* the fatbinary's size (0: unknown) */
+    atomic_int loaded;               /* a kernel of it was used (lazy loading) */
 } reg_module;
 
 typedef struct reg_fun {
     const void *host_fun;
     const char *device_name;
+    reg_module *mod;
     _Atomic(tw_kernel *) k;          /* interned on first use */
 } reg_fun;
 
+/* ------------------------------------------------------------------ lazy module loading
+ * With CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2, the driver loads a module's code at the first
+ * use of one of its kernels (a launch, a capture, an attribute query), on the calling thread: measured on
+ * the H200 (predictors/data/h200/lazy_loading_2026-11-30) at 3-60 ms of host CPU for a PyTorch kernel
+ * file's module, once per module, nothing for its other kernels. The emulator charges that time there
+ * (the profile's host module_load_ns + module_load_ns_per_mb x the fatbinary's size); EAGER charges
+ * nothing (its cost is paid at context creation, not modelled). TIMEWARP_LAZY_LOG=1 names each load. */
+static int lazy_mode = -1;   /* 1: lazy loading, 2: and log, 0: eager */
+
+static void lazy_load(reg_module *m, const char *first_kernel)
+{
+    if (TW_UNLIKELY(lazy_mode < 0)) {
+        const char *v = getenv("CUDA_MODULE_LOADING");
+        const char *l = getenv("TIMEWARP_LAZY_LOG");
+        lazy_mode = v && !strcmp(v, "EAGER") ? 0 : l && *l == '1' ? 2 : 1;
+    }
+    if (!lazy_mode || atomic_load_explicit(&m->loaded, memory_order_relaxed) ||
+        atomic_exchange_explicit(&m->loaded, 1, memory_order_acq_rel))
+        return;
+    uint64_t ns = tw_profile_host_cost(TW_HOST_MODULE_LOAD) +
+                  (uint64_t)((double)tw_profile_host_cost(TW_HOST_MODULE_LOAD_PER_MB) * (double)m->bytes / (1 << 20));
+    if (lazy_mode == 2) fprintf(stderr, "timewarp: lazy load %llu bytes (%llu ns) for %s\n", (unsigned long long)m->bytes,
+                                (unsigned long long)ns, first_kernel);
+    tw_charge_add(ns);
+}
+
+/* The size of the fatbinary a registration points to: the wrapper's data is a fatbinary header (magic
+ * 0xBA55ED50, version, header size, payload size). */
+static uint64_t fatbin_bytes(const tw_fatbin_wrapper *w)
+{
+    if (!w || w->magic != 0x466243b1 || !w->data) return 0;
+    const unsigned char *h = w->data;
+    uint32_t magic;
+    uint16_t hsize;
+    uint64_t fsize;
+    memcpy(&magic, h, 4);
+    if (magic != 0xBA55ED50u) return 0;
+    memcpy(&hsize, h + 6, 2);
+    memcpy(&fsize, h + 8, 8);
+    return hsize + fsize;
+}
+
 static tw_ptrmap host_funs = TW_PTRMAP_INIT;   /* host stub -> reg_fun */
+static tw_ptrmap modules = TW_PTRMAP_INIT;     /* handle given out -> reg_module */
 static tw_ptrmap kernel_set = TW_PTRMAP_INIT;  /* tw_kernel handed out -> reg_fun (or the kernel itself) */
 
 static tw_kernel *reg_kernel(reg_fun *r)
@@ -37,7 +83,11 @@ tw_kernel *tw_cudart_resolve_func(const void *func)
 {
     if (TW_UNLIKELY(!func)) return NULL;
     reg_fun *r = tw_pm_get(&host_funs, func);
-    if (r) return reg_kernel(r);
+    if (r) {
+        if (r->mod && TW_UNLIKELY(!atomic_load_explicit(&r->mod->loaded, memory_order_relaxed)))
+            lazy_load(r->mod, r->device_name);
+        return reg_kernel(r);
+    }
     if (tw_pm_get(&kernel_set, func)) return (tw_kernel *)func;
     if (tw_kernel_valid(func)) return (tw_kernel *)func;
     return NULL;
@@ -56,6 +106,8 @@ TW_EXPORT void **__cudaRegisterFatBinary(void *fatCubin)
     if (!m) return NULL;
     m->wrapper = fatCubin;
     m->handle_slot = fatCubin;
+    m->bytes = fatbin_bytes(fatCubin);
+    tw_pm_put(&modules, &m->handle_slot, m);
     TW_DEBUG("__cudaRegisterFatBinary(%p) -> %p", fatCubin, (void *)&m->handle_slot);
     return &m->handle_slot;
 }
@@ -88,6 +140,7 @@ TW_EXPORT void __cudaRegisterFunction(void **fatCubinHandle, const char *hostFun
     if (!r) return;
     r->host_fun = hostFun;
     r->device_name = name;
+    r->mod = fatCubinHandle ? tw_pm_get(&modules, fatCubinHandle) : NULL;
     tw_pm_put(&host_funs, hostFun, r);
 }
 

@@ -12,6 +12,8 @@
  *   channel keys, one per direction: a pipe or FIFO by its inode; a connected Unix socket by its own and
  *   its peer's inode (the peer's from the kernel's sock_diag); a connected TCP/UDP socket by its local and
  *   peer addresses; an eventfd by this process and its number. Anything else is not tracked.
+ * - a listening socket is keyed by its port (or Unix path), and connect() stamps that key: an accept
+ *   resumes at the time the connection was made.
  * - write, writev, send, sendto, sendmsg and sendmmsg stamp the writing direction's key with the writer's
  *   virtual time (in the run's shared clock file: tw_tk_msg_stamp) before the data can be seen; shutdown
  *   stamps it too (the reader sees end of file).
@@ -31,12 +33,15 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
+#include <linux/close_range.h>
 #include <linux/netlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +52,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #include "tw/raw_syscall.h"
@@ -73,7 +79,7 @@ static uint64_t hash_bytes(const void *p, size_t n) {
 }
 
 enum { FD_UNKNOWN = 0, FD_UNTRACKED = 1, FD_TRACKED = 2 };
-typedef struct { uint32_t kind, pid, hold, pad; uint64_t kw, kr; } fd_keys;
+typedef struct { uint32_t kind, pid, hold, pad; uint64_t kw, kr, ino; } fd_keys;
 #define FD_CACHE 16384
 static fd_keys fd_cache[FD_CACHE];
 static int stamps_on = -1;   /* TIMEWARP_MSG_STAMPS */
@@ -132,21 +138,44 @@ static uint32_t unix_peer_inode(uint32_t ino) {
     return peer;
 }
 
+/* The key of connections to a listening address: its port (a server listening on 0.0.0.0 is reached at
+ * 127.0.0.1), or its Unix path. 0: not a kind tracked. */
+static uint64_t listen_key(const struct sockaddr_storage *a, socklen_t len) {
+    if (a->ss_family == AF_INET) return mix('L', ((const struct sockaddr_in *)a)->sin_port);
+    if (a->ss_family == AF_INET6) return mix('L', ((const struct sockaddr_in6 *)a)->sin6_port);
+    if (a->ss_family == AF_UNIX && len > offsetof(struct sockaddr_un, sun_path))
+        return mix('P', hash_bytes(((const struct sockaddr_un *)a)->sun_path, strnlen(((const struct sockaddr_un *)a)->sun_path,
+                                   len - offsetof(struct sockaddr_un, sun_path))));
+    return 0;
+}
+
 /* Keys descriptor fd: FD_TRACKED with both keys, FD_UNTRACKED for good (files, devices, listening or
  * unconnected sockets are only looked at again after close), or FD_UNKNOWN (could not tell: not cached). */
-static int classify(int fd, uint64_t *kw, uint64_t *kr, uint32_t *hold, int *cache) {
+static int classify(int fd, uint64_t *kw, uint64_t *kr, uint32_t *hold, uint64_t *ino, int *cache) {
     struct stat st;
     *cache = 1;
     *hold = 0;
     if (tw_sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) != 0) { *cache = 0; return FD_UNKNOWN; }
+    *ino = st.st_ino;
     switch (st.st_mode & S_IFMT) {
     case S_IFIFO:
         *kw = *kr = mix(mix('F', st.st_dev), st.st_ino);
         return FD_TRACKED;
     case S_IFSOCK: {
-        int dom = 0;
-        socklen_t l = sizeof dom;
+        int dom = 0, acc = 0;
+        socklen_t l = sizeof dom, la = sizeof acc;
         if (tw_sys6(SYS_getsockopt, fd, SOL_SOCKET, SO_DOMAIN, (long)&dom, (long)&l, 0) != 0) { *cache = 0; return FD_UNKNOWN; }
+        if (tw_sys6(SYS_getsockopt, fd, SOL_SOCKET, SO_ACCEPTCONN, (long)&acc, (long)&la, 0) == 0 && acc) {
+            /* listening: readable when a connection arrives, which connect() stamped (listen_key) */
+            struct sockaddr_storage a;
+            socklen_t la2 = sizeof a;
+            memset(&a, 0, sizeof a);
+            if (tw_sys6(SYS_getsockname, fd, (long)&a, (long)&la2, 0, 0, 0) != 0 || !(*kr = listen_key(&a, la2)))
+                return FD_UNTRACKED;
+            *kw = 0;
+            *hold = 1;
+            return FD_TRACKED;
+        }
         if (dom == AF_UNIX) {
             uint32_t peer = unix_peer_inode((uint32_t)st.st_ino);
             if (!peer) { *cache = 0; return FD_UNTRACKED; }   /* listening, or not connected yet */
@@ -189,21 +218,33 @@ static int classify(int fd, uint64_t *kw, uint64_t *kr, uint32_t *hold, int *cac
     }
 }
 
-/* The keys of fd (FD_TRACKED), FD_UNTRACKED, or FD_UNKNOWN; *hold: whether its messages hold the clock. */
-static int fd_lookup(int fd, uint64_t *kw, uint64_t *kr, uint32_t *hold) {
+/* The keys of fd (FD_TRACKED), FD_UNTRACKED, or FD_UNKNOWN; *hold: whether its messages hold the clock.
+ * verify: check that a cached entry is still the same file (a descriptor closed where no interposer sees
+ * it, glibc's fclose say, and reused: a reader must not take a stamp of the channel it had before). */
+static int fd_lookup(int fd, uint64_t *kw, uint64_t *kr, uint32_t *hold, int verify) {
     if (fd < 0) return FD_UNTRACKED;
     fd_keys *e = fd < FD_CACHE ? &fd_cache[fd] : NULL;
     if (e) {
         uint32_t kind = __atomic_load_n(&e->kind, __ATOMIC_ACQUIRE);
         if (kind == FD_UNTRACKED) return kind;
-        if (kind == FD_TRACKED && e->pid == my_pid()) { *kw = e->kw; *kr = e->kr; *hold = e->hold; return kind; }
+        if (kind == FD_TRACKED && e->pid == my_pid()) {
+            struct stat st;
+            if (!verify || (tw_sys6(SYS_fstat, fd, (long)&st, 0, 0, 0, 0) == 0 && (uint64_t)st.st_ino == e->ino)) {
+                *kw = e->kw;
+                *kr = e->kr;
+                *hold = e->hold;
+                return kind;
+            }
+        }
     }
     int cache;
-    int kind = classify(fd, kw, kr, hold, &cache);
+    uint64_t ino = 0;
+    int kind = classify(fd, kw, kr, hold, &ino, &cache);
     if (e && cache) {
         e->kw = *kw;
         e->kr = *kr;
         e->hold = *hold;
+        e->ino = ino;
         e->pid = my_pid();
         __atomic_store_n(&e->kind, (uint32_t)kind, __ATOMIC_RELEASE);
     }
@@ -214,6 +255,13 @@ static void fd_forget(int fd) {
     if (fd >= 0 && fd < FD_CACHE) __atomic_store_n(&fd_cache[fd].kind, FD_UNKNOWN, __ATOMIC_RELEASE);
 }
 
+/* syscall(SYS_close / SYS_close_range) (libuv closes this way): syscall.c tells us */
+void tw_msg_forget(long first, long last) {
+    if (first < 0) return;
+    if (last >= FD_CACHE) last = FD_CACHE - 1;
+    for (long fd = first; fd <= last; fd++) fd_forget((int)fd);
+}
+
 /* Before data (or end of file) can reach fd's reader: stamp its writing direction. */
 static void msg_written(int fd) {
     if (fd >= 0 && fd < FD_CACHE && __atomic_load_n(&fd_cache[fd].kind, __ATOMIC_RELAXED) == FD_UNTRACKED) return;
@@ -221,7 +269,7 @@ static void msg_written(int fd) {
     int saved = errno;
     uint64_t kw, kr;
     uint32_t hold;
-    if (fd_lookup(fd, &kw, &kr, &hold) == FD_TRACKED) {
+    if (fd_lookup(fd, &kw, &kr, &hold, 0) == FD_TRACKED) {
         tw_libc_depth++;
         tw_tk_msg_sent(kw, (int)hold);
         tw_libc_depth--;
@@ -236,16 +284,29 @@ static __thread struct { uint64_t at; int unknown, readable, used; } wake __attr
 
 static void tw_msg_wake_reset(void) { wake.at = 0; wake.unknown = wake.readable = 0; wake.used = 1; }
 
+/* TIMEWARP_MSG_LOG=1: name (on stderr) the descriptors whose wake-ups fall back to the run's highest time */
+static void log_fallback(int fd, const char *why) {
+    static int on = -1, n;
+    if (on < 0) { const char *v = getenv("TIMEWARP_MSG_LOG"); on = v && *v == '1'; }
+    if (!on || __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED) > 200) return;
+    char path[32], link[128];
+    snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+    long k = tw_sys6(SYS_readlink, (long)path, (long)link, sizeof link - 1, 0, 0, 0);
+    link[k > 0 ? k : 0] = 0;
+    fprintf(stderr, "timewarp: pid %u: wake by fd %d (%s) falls back: %s\n", my_pid(), fd, link, why);
+}
+
 static void tw_msg_wake_fd(int fd, int readable) {
     if (!readable) return;
     wake.readable = 1;
     uint64_t kw, kr, t;
     uint32_t hold;
-    if (!msg_stamps_on() || fd_lookup(fd, &kw, &kr, &hold) != FD_TRACKED) { wake.unknown = 1; return; }
+    if (!msg_stamps_on()) { wake.unknown = 1; return; }
+    if (fd_lookup(fd, &kw, &kr, &hold, 1) != FD_TRACKED) { wake.unknown = 1; log_fallback(fd, "not tracked"); return; }
     tw_libc_depth++;
     int found = tw_tk_msg_at(kr, &t);
     tw_libc_depth--;
-    if (!found) { wake.unknown = 1; return; }
+    if (!found) { wake.unknown = 1; log_fallback(fd, "no stamp"); return; }
     if (t > wake.at) wake.at = t;
 }
 
@@ -262,7 +323,7 @@ int tw_msg_wake_resolve(uint64_t *t) {
 
 void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) {
     tw_msg_wake_reset();
-    if (r < 0) { tw_msg_wake_unknown(); return; }   /* a signal: from anywhere */
+    if (r < 0) { tw_msg_wake_unknown(); log_fallback(-1, "interrupted (poll)"); return; }   /* a signal: from anywhere */
     for (nfds_t i = 0; i < n; i++)
         if (fds[i].fd >= 0 && fds[i].revents)
             tw_msg_wake_fd(fds[i].fd, fds[i].revents & (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP | POLLNVAL));
@@ -326,7 +387,11 @@ void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
         pthread_mutex_lock(&ep_lock);
         int fd = ep_fd(epfd, ev[i].data.u64);
         pthread_mutex_unlock(&ep_lock);
-        if (fd < 0) tw_msg_wake_unknown();
+        /* registered where no interposer saw it (libuv, in uvloop, batches epoll_ctl through io_uring or the
+         * raw system call): libuv's user data is the descriptor itself */
+        if (fd < 0 && ev[i].data.u64 <= 0x7fffffff && tw_sys6(SYS_fcntl, (long)ev[i].data.u64, F_GETFD, 0, 0, 0, 0) >= 0)
+            fd = (int)ev[i].data.u64;
+        if (fd < 0) { tw_msg_wake_unknown(); log_fallback(epfd, "epoll data not mapped"); }
         else tw_msg_wake_fd(fd, 1);
     }
 }
@@ -343,6 +408,8 @@ static int (*real_close)(int);
 static int (*real_shutdown)(int, int);
 static int (*real_dup2)(int, int);
 static int (*real_dup3)(int, int, int);
+static int (*real_close_range)(unsigned, unsigned, int);
+static int (*real_connect)(int, const struct sockaddr *, socklen_t);
 
 #include <dlfcn.h>
 /* Resolved at first use; the raw system call stands in while dlsym itself runs (it may write an error). */
@@ -370,6 +437,8 @@ RESOLVER(close)
 RESOLVER(shutdown)
 RESOLVER(dup2)
 RESOLVER(dup3)
+RESOLVER(close_range)
+RESOLVER(connect)
 
 static long raw_result(long r) {
     if (r < 0 && r > -4096) { errno = (int)-r; return -1; }
@@ -379,7 +448,13 @@ static long raw_result(long r) {
 TW_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
     __typeof__(real_epoll_ctl) f = REAL(epoll_ctl);
     int r = f ? f(epfd, op, fd, ev) : (int)raw_result(tw_sys6(SYS_epoll_ctl, epfd, op, fd, (long)ev, 0, 0));
-    if (r != 0 || epfd < 0 || fd < 0) return r;
+    if (r == 0) tw_msg_epoll_ctl(epfd, op, fd, ev);
+    return r;
+}
+
+/* epoll_ctl succeeded: remember which descriptor (epfd, data) stands for (also syscall(SYS_epoll_ctl)). */
+void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) {
+    if (epfd < 0 || fd < 0) return;
     pthread_mutex_lock(&ep_lock);
     if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ev) {
         if (fd < FD_CACHE) {
@@ -393,7 +468,6 @@ TW_EXPORT int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev) {
         ep_last[fd].epfd1 = 0;
     }
     pthread_mutex_unlock(&ep_lock);
-    return r;
 }
 
 TW_EXPORT ssize_t write(int fd, const void *buf, size_t n) {
@@ -432,6 +506,26 @@ TW_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags) {
     return f ? f(fd, v, n, flags) : (int)raw_result(tw_sys6(SYS_sendmmsg, fd, (long)v, n, flags, 0, 0));
 }
 
+/* A connection reaches a listening socket's reader: stamp the address's key before it can. */
+TW_EXPORT int connect(int fd, const struct sockaddr *to, socklen_t len) {
+    if (to && len >= sizeof(sa_family_t) && len <= sizeof(struct sockaddr_storage) && tw_libc_virtual() && msg_stamps_on() &&
+        tw_libc_keeper()) {
+        struct sockaddr_storage a;
+        memset(&a, 0, sizeof a);
+        memcpy(&a, to, len);
+        uint64_t key = listen_key(&a, len);
+        if (key) {
+            int saved = errno;
+            tw_libc_depth++;
+            tw_tk_msg_sent(key, 1);
+            tw_libc_depth--;
+            errno = saved;
+        }
+    }
+    __typeof__(real_connect) f = REAL(connect);
+    return f ? f(fd, to, len) : (int)raw_result(tw_sys6(SYS_connect, fd, (long)to, len, 0, 0, 0));
+}
+
 TW_EXPORT int shutdown(int fd, int how) {
     if (how != SHUT_RD) msg_written(fd);
     __typeof__(real_shutdown) f = REAL(shutdown);
@@ -444,6 +538,13 @@ TW_EXPORT int close(int fd) {
     fd_forget(fd);
     __typeof__(real_close) f = REAL(close);
     return f ? f(fd) : (int)raw_result(tw_sys6(SYS_close, fd, 0, 0, 0, 0, 0));
+}
+
+TW_EXPORT int close_range(unsigned first, unsigned last, int flags) {
+    __typeof__(real_close_range) f = REAL(close_range);
+    int r = f ? f(first, last, flags) : (int)raw_result(tw_sys6(SYS_close_range, first, last, flags, 0, 0, 0));
+    if (r == 0 && !(flags & CLOSE_RANGE_CLOEXEC)) tw_msg_forget((long)first, last > 0x7fffffff ? 0x7fffffff : (long)last);
+    return r;
 }
 
 TW_EXPORT int dup2(int old, int fd) {

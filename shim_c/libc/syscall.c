@@ -136,6 +136,19 @@ TW_EXPORT long syscall(long nr, ...) {
     case SYS_time:
         return (long)time((time_t *)a1);
 #endif
+    case SYS_epoll_ctl: {   /* message.c maps epoll's user data back to descriptors */
+        long r = tw_real_syscall(nr, a1, a2, a3, a4, a5, a6);
+        if (r == 0) tw_msg_epoll_ctl((int)a1, (int)a2, (int)a3, (const struct epoll_event *)a4);
+        return r;
+    }
+    case SYS_close:   /* message.c's descriptor keys (libuv closes this way) */
+        tw_msg_forget(a1, a1);
+        return tw_real_syscall(nr, a1, a2, a3, a4, a5, a6);
+#ifdef SYS_close_range
+    case SYS_close_range:
+        tw_msg_forget(a1, a2 > 0x7fffffff ? 0x7fffffff : a2);
+        return tw_real_syscall(nr, a1, a2, a3, a4, a5, a6);
+#endif
     case SYS_nanosleep:
         return nanosleep((const struct timespec *)a1, (struct timespec *)a2);
     case SYS_clock_nanosleep: {

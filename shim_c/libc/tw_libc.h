@@ -176,6 +176,9 @@ void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) TW_HIDDE
 void tw_msg_wake_select(int n, const void *r, const void *e, int res) TW_HIDDEN;
 void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) TW_HIDDEN;
 int tw_msg_wake_resolve(uint64_t *t) TW_HIDDEN;
+void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) TW_HIDDEN;
+/* Descriptors first..last were closed (a path other than close(): their keys are stale). */
+void tw_msg_forget(long first, long last) TW_HIDDEN;
 /* A non-blocking check found events: move to the stamp of what it found, when known. */
 void tw_libc_msg_catch_up(void) TW_HIDDEN;
 /* A real absolute deadline rel_ns from now on clock clk. */

@@ -113,6 +113,9 @@ uint64_t tw_charge_add(uint64_t ns);
 typedef enum {
     TW_HOST_LAUNCH = 0, TW_HOST_GRAPH_LAUNCH = 1, TW_HOST_GEMM = 2, TW_HOST_ATTN = 3,
     TW_HOST_SYNC = 4,  /* a blocking synchronize's return after the work is done (the driver's wake-up) */
+    /* lazy module loading (the default since CUDA 12.2): the first use of a kernel of a module (one compiled
+     * file's fatbinary) loads it: a fixed part and a part per MB of the fatbinary (cudart/launch.c) */
+    TW_HOST_MODULE_LOAD = 5, TW_HOST_MODULE_LOAD_PER_MB = 6,
     TW_HOST_NCOSTS
 } tw_host_cost;
 uint64_t tw_profile_host_cost(tw_host_cost which);
