@@ -8,8 +8,10 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
     set   <bytes> <ns>                                              device memsets (cudaMemsetAsync)
-    host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns|module_load_ns|module_load_ns_per_mb> <ns>
-          host costs of the real stack per call (per module loaded, per MB of its fatbinary)
+    host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns|module_load_ns|module_load_ns_per_mb|
+           graph_upload_ns|graph_upload_ns_per_node> <ns>
+          host costs of the real stack per call (per module loaded, per MB of its fatbinary; per graph upload,
+          per node)
     kgap  <ns>                                                      time between back-to-back kernels
     attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
@@ -444,8 +446,14 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = K
 # least squares over the 22 operations of the two repetitions' mean (4.1 and 11.1 ms per module in each:
 # the lease's first process was slower). multinomial (8 modules, 9.8 MB), not fitted: 128 ms predicted,
 # 98-169 ms measured.
+# graph_upload_ns, graph_upload_ns_per_node: an executable graph's upload at its first launch (or at
+# cudaGraphUpload), shim_c/core/graph.c; predictors/data/h200/graph_upload_2026-11-30: first minus second
+# replay of PyTorch graphs of 1-1000 in-place adds, host time of the call, 3 graphs per size on two runs:
+# 1.0 us per node (least squares: 1.001), fixed 8 us (N=1: 5.5-13 us; the least-squares intercept, 20 us,
+# carries the 1000-node graphs' spread).
 HOST_COSTS_NS = {"launch_ns": 4240, "graph_launch_ns": 2450, "gemm_ns": 8200, "attention_ns": 9540,
-                 "sync_ns": 1260, "module_load_ns": 7570000, "module_load_ns_per_mb": 6950000}
+                 "sync_ns": 1260, "module_load_ns": 7570000, "module_load_ns_per_mb": 6950000,
+                 "graph_upload_ns": 8000, "graph_upload_ns_per_node": 1000}
 
 
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with_held_out: bool = True) -> int:

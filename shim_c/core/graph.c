@@ -36,6 +36,7 @@ struct tw_graph_exec {
     uint64_t *offsets;        /* start of each node relative to the launch */
     uint64_t total, kernels;
     uint64_t hot, stretchable;  /* time of compute-bound nodes, and of those the power cap stretches (power.c) */
+    int uploaded;             /* the driver has uploaded it (cudaGraphUpload, or its first launch) */
 };
 
 struct tw_capture {
@@ -287,9 +288,21 @@ static void refresh_step_nodes(tw_graph_exec *x) {
     if (changed) lay_out(x);
 }
 
+/* The driver uploads an executable graph to the device at cudaGraphUpload or, without one, at its first
+ * launch, on the calling thread: measured on the H200 (predictors/data/h200/graph_upload_2026-11-30) at
+ * about 1 us of host time per node, PyTorch's CUDAGraph (which does not upload) paying it at its first
+ * replay. The profile's host graph_upload_ns + graph_upload_ns_per_node x nodes, once per executable. */
+tw_err tw_graph_exec_upload(tw_graph_exec *x) {
+    if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_VALUE;
+    if (__atomic_exchange_n(&x->uploaded, 1, __ATOMIC_ACQ_REL)) return TW_OK;
+    tw_charge_add(tw_profile_host_cost(TW_HOST_GRAPH_UPLOAD) + tw_profile_host_cost(TW_HOST_GRAPH_UPLOAD_PER_NODE) * x->n);
+    return TW_OK;
+}
+
 tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s) {
     if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_VALUE;
     if (!s) return TW_ERR_INVALID_HANDLE;
+    if (!__atomic_load_n(&x->uploaded, __ATOMIC_ACQUIRE)) tw_graph_exec_upload(x);
     refresh_step_nodes(x);
     tw_op op = {.kind = TW_OP_GRAPH, .exec = x, .label = "graph", .duration = tw_graph_exec_duration(x)};
     return tw_enqueue(s, &op);

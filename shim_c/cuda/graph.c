@@ -127,13 +127,14 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptsz)
 TW_EXPORT CUresult cuGraphLaunch(CUgraphExec x, CUstream h) { return graph_launch(x, h, 0); }
 TW_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec x, CUstream h) { return graph_launch(x, h, 1); }
 
-/* Uploading makes the first launch cheaper on real hardware; the emulator has nothing to upload. */
+/* Uploading makes the first launch cheaper: its host cost is paid here instead (core/graph.c). */
 static CUresult graph_upload(CUgraphExec x, CUstream h, int ptsz)
 {
     cu_enter();
     if (!x)
         return CUDA_ERROR_INVALID_VALUE;
-    return cu_stream(h, ptsz) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+    if (!cu_stream(h, ptsz)) return CUDA_ERROR_INVALID_HANDLE;
+    return tw_graph_exec_upload((tw_graph_exec *)x) == TW_OK ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 TW_EXPORT CUresult cuGraphUpload(CUgraphExec x, CUstream h) { return graph_upload(x, h, 0); }
 TW_EXPORT CUresult cuGraphUpload_ptsz(CUgraphExec x, CUstream h) { return graph_upload(x, h, 1); }

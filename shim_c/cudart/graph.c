@@ -405,6 +405,7 @@ static cudaError_t instantiate_params(cudaGraphExec_t *pExec, cudaGraph_t graph,
     if ((p->flags & cudaGraphInstantiateFlagUpload) && !tw_stream_get(p->uploadStream, pt))
         return cr(cudaErrorInvalidResourceHandle);
     cudaError_t e = instantiate(pExec, graph, p->flags);
+    if (e == cudaSuccess && (p->flags & cudaGraphInstantiateFlagUpload)) tw_graph_exec_upload((tw_graph_exec *)*pExec);
     p->errNode_out = NULL;
     p->result_out = e == cudaSuccess ? 0 : 1; /* cudaGraphInstantiateSuccess / Error */
     return e;
@@ -473,7 +474,7 @@ static cudaError_t graph_upload(cudaGraphExec_t exec, cudaStream_t stream, int p
 {
     if (!exec) return cr(cudaErrorInvalidValue);
     if (!tw_stream_get(stream, pt)) return cr(cudaErrorInvalidResourceHandle);
-    return cudaSuccess; /* work is precomputed at instantiation */
+    return cr_tw(tw_graph_exec_upload((tw_graph_exec *)exec));   /* the first launch then pays nothing */
 }
 
 TW_EXPORT cudaError_t cudaGraphUpload(cudaGraphExec_t graphExec, cudaStream_t stream)

@@ -116,6 +116,8 @@ typedef enum {
     /* lazy module loading (the default since CUDA 12.2): the first use of a kernel of a module (one compiled
      * file's fatbinary) loads it: a fixed part and a part per MB of the fatbinary (cudart/launch.c) */
     TW_HOST_MODULE_LOAD = 5, TW_HOST_MODULE_LOAD_PER_MB = 6,
+    /* uploading an executable graph (its first launch, or cudaGraphUpload): a fixed part and one per node */
+    TW_HOST_GRAPH_UPLOAD = 7, TW_HOST_GRAPH_UPLOAD_PER_NODE = 8,
     TW_HOST_NCOSTS
 } tw_host_cost;
 uint64_t tw_profile_host_cost(tw_host_cost which);
@@ -313,6 +315,7 @@ tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out);
 tw_err tw_graph_exec_destroy(tw_graph_exec *x);
 tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g);
 tw_err tw_graph_launch(tw_graph_exec *x, tw_stream *s);
+tw_err tw_graph_exec_upload(tw_graph_exec *x);   /* cudaGraphUpload: the first launch's upload, done now */
 
 /* ---------------------------------------------------------------- durations (model.c) */
 /* Predicted duration of op on device dev, in ns, and which layer of the predictor produced it. */
