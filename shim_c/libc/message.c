@@ -8,8 +8,9 @@
  * hundreds of milliseconds (docs/LIMITATIONS.md, case 3).
  *
  * How:
- * - each descriptor is keyed once (per process, cached by descriptor number until close/dup2/dup3) as two
- *   channel keys, one per direction: a pipe or FIFO by its inode; a connected Unix socket by its own and
+ * - each descriptor is keyed once (per process, cached by descriptor number until close, dup2, dup3,
+ *   close_range or syscall(SYS_close), and re-checked by inode at wake-ups) as two channel keys, one per
+ *   direction: a pipe or FIFO by its inode; a connected Unix socket by its own and
  *   its peer's inode (the peer's from the kernel's sock_diag); a connected TCP/UDP socket by its local and
  *   peer addresses; an eventfd by this process and its number. Anything else is not tracked.
  * - a listening socket is keyed by its port (or Unix path), and connect() stamps that key: an accept
@@ -18,12 +19,12 @@
  *   virtual time (in the run's shared clock file: tw_tk_msg_stamp) before the data can be seen; shutdown
  *   stamps it too (the reader sees end of file).
  * - a wait that returns readable descriptors resumes at the latest stamp among them (TW_WAKE_AT). When one
- *   of them is not tracked, or has no stamp (written before the run, by a call not interposed here, or by
- *   the kernel: a new connection on a listening socket), the wait falls back to the run's highest time, as
- *   before. Descriptors that are only writable resume at this process's own time. A non-blocking check
+ *   of them is not tracked, or has no stamp (written before the run, or by a call not interposed here), the
+ *   wait falls back to the run's highest time, as before (TIMEWARP_MSG_LOG=1 names those wake-ups). Descriptors that are only writable resume at this process's own time. A non-blocking check
  *   (zero timeout) that finds stamped data moves the thread to the stamp too.
- * - epoll reports its user data, not descriptors: epoll_ctl is interposed to map (epoll fd, data) back to
- *   the descriptor.
+ * - epoll reports its user data, not descriptors: epoll_ctl (and syscall(SYS_epoll_ctl)) is interposed to
+ *   map (epoll fd, data) back to the descriptor; data never seen that names an open descriptor is taken as
+ *   one (libuv, in uvloop, registers where no interposer sees it, with the descriptor as its data).
  * - a message on a socket or eventfd that its reader has not seen yet holds the keeper's clock at its stamp
  *   (tw_tk_msg_hold) for at most TIMEWARP_MSG_HOLD_US of real time: the reader, woken by the kernel a few
  *   microseconds later, will act at that virtual time, and the clock must not jump past it meanwhile (a GPU
