@@ -63,6 +63,16 @@ def test_a_reader_woken_by_a_message_resumes_at_its_write(channel, wait):
     assert res["woke"] >= res["slept"], res
 
 
+def test_stamps_outlive_a_full_table():
+    """Channels beyond the clock file's 8192 stamps take over the entries written longest ago: after 12000
+    pipes have been written and closed, a new channel's message still wakes its reader at its write."""
+    r = timewarp("run", "--", sys.executable, str(PROGS / "message_stamps.py"), "unix", "poll", "12000")
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["slept"] - res["wrote"] > 0.5, res
+    assert 0 <= res["woke"] - res["wrote"] < 0.02, res
+
+
 def test_a_message_not_yet_seen_holds_the_clock():
     """A message its reader has not seen holds the run's clock at its stamp (TIMEWARP_MSG_HOLD_US of real time
     at most): the stopped reader never sees it, so the other process's 0.5 s sleep is granted only once the

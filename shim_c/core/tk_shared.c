@@ -227,14 +227,17 @@ void tw_tk_abort(tw_tk_shared *k, const char *reason) {
     tw_tk_wake_all(k);
 }
 
-/* ---- message stamps: open addressing, entries never freed (a full table answers "none": the reader
- * then falls back to the run's highest time) */
+/* ---- message stamps: open addressing. When a key's probe window is full, the entry written longest ago
+ * (lowest stamp) is taken over: a channel's stamp only matters until its reader has caught up, and a
+ * reader whose entry was taken over finds none and falls back to the run's highest time (causal). */
 #define MSG_PROBES 64
 static inline uint32_t msg_home(uint64_t key) { return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 51) & (TW_TK_MSGS - 1); }
 
 void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
     if (!key) return;
     uint32_t h = msg_home(key);
+    tw_tk_msg *oldest = NULL;
+    uint64_t oldest_stamp = UINT64_MAX;
     for (uint32_t i = 0; i < MSG_PROBES; i++) {
         tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
         uint64_t cur = LOAD(&e->key);
@@ -243,10 +246,19 @@ void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
             if (!__atomic_compare_exchange_n(&e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cur = zero;
             else cur = key;
         }
-        if (cur != key) continue;
+        if (cur != key) {
+            uint64_t st = LOAD(&e->stamp);
+            if (st < oldest_stamp) { oldest_stamp = st; oldest = e; }
+            continue;
+        }
         uint64_t v = t + 1, g = LOAD(&e->stamp);
         while (g < v && !__atomic_compare_exchange_n(&e->stamp, &g, v, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
         return;
+    }
+    if (oldest) {   /* the window is full: take over the entry written longest ago */
+        uint64_t prev = LOAD(&oldest->key);
+        if (__atomic_compare_exchange_n(&oldest->key, &prev, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            STORE(&oldest->stamp, t + 1);
     }
 }
 

@@ -5,7 +5,8 @@ The driver stops the reader (SIGSTOP) while it waits, writes to it, then starts 
 0.5 s: with every other thread idle the run's clock jumps there, and that process wakes the reader
 (SIGCONT) at the run's highest time. Without message stamps the reader would resume there too.
 
-    message_stamps.py CHANNEL WAIT    CHANNEL: pipe | unix | tcp; WAIT: poll | epoll | select
+    message_stamps.py CHANNEL WAIT [N]    CHANNEL: pipe | unix | tcp; WAIT: poll | epoll | select; N: pipes
+                                          written and closed first (more channels than the stamp table holds)
 (epoll_wait, stopped and continued, returns EINTR: a signal, which wakes at the run's highest time.)
 Prints one JSON line: the write's and the wake-up's virtual times, and the sleeper's.
 """
@@ -58,6 +59,11 @@ def main() -> None:
         os.kill(int(sys.argv[2]), signal.SIGCONT)
         return
     kind, wait = sys.argv[1], sys.argv[2]
+    for _ in range(int(sys.argv[3]) if len(sys.argv) > 3 else 0):   # channels written before: a full table
+        a, b = os.pipe()
+        os.write(b, b"x")
+        os.close(a)
+        os.close(b)
     r, w = channel(kind)
     ready_r, ready_w = os.pipe()
     rd = subprocess.Popen([sys.executable, __file__, "reader", str(r), wait, str(ready_w)], pass_fds=[r, ready_w],
