@@ -38,7 +38,9 @@ import time
 # between the two. A probe of an idle host does not carry over, so this is a calibration constant: 1.29x this
 # machine's usual 122 us. vLLM's TTFT over cases 1-6 came out -8.6% on average at 1.32 (two runs) and
 # +14.6% at 1.56 (docs/VLLM.md).
-TARGET_US = float(os.environ.get("TIMEWARP_PACE_TARGET_US") or 157.0)
+# TIMEWARP_PACE_TARGET_US overrides it: the launcher parses it (and names a malformed value) and hands the
+# probe the target it chose; reading the variable here as well crashed on a malformed one at import.
+TARGET_US = 157.0
 # The development machine's probe time in its usual state. Where no pace is measured (before the probe's
 # first round; a program run without `timewarp run`, whose clock is its own), CPU time is priced at
 # TARGET_US / USUAL_US: right for that machine in that state, a guess elsewhere.

@@ -103,7 +103,7 @@ def test_a_fixed_host_speed_replaces_the_pace():
 
 
 @pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
-                                        ("TIMEWARP_MSG_HOLD_US", "2ms")])
+                                        ("TIMEWARP_PACE_TARGET_US", "abc"), ("TIMEWARP_MSG_HOLD_US", "2ms")])
 def test_a_malformed_host_speed_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
