@@ -263,18 +263,24 @@ void tw_msg_forget(long first, long last) {
     for (long fd = first; fd <= last; fd++) fd_forget((int)fd);
 }
 
+/* Whether writes are stamped here and now: under the run's time keeper, stamps on. */
+static int stamping(void) { return tw_libc_virtual() && msg_stamps_on() && tw_libc_keeper(); }
+
+/* Stamp channel key with this thread's time (the core's clock, read as the shim). */
+static void stamp(uint64_t key, int hold) {
+    tw_libc_depth++;
+    tw_tk_msg_sent(key, hold);
+    tw_libc_depth--;
+}
+
 /* Before data (or end of file) can reach fd's reader: stamp its writing direction. */
 static void msg_written(int fd) {
     if (fd >= 0 && fd < FD_CACHE && __atomic_load_n(&fd_cache[fd].kind, __ATOMIC_RELAXED) == FD_UNTRACKED) return;
-    if (!tw_libc_virtual() || !msg_stamps_on() || !tw_libc_keeper()) return;
+    if (!stamping()) return;
     int saved = errno;
     uint64_t kw, kr;
     uint32_t hold;
-    if (fd_lookup(fd, &kw, &kr, &hold, 0) == FD_TRACKED) {
-        tw_libc_depth++;
-        tw_tk_msg_sent(kw, (int)hold);
-        tw_libc_depth--;
-    }
+    if (fd_lookup(fd, &kw, &kr, &hold, 0) == FD_TRACKED) stamp(kw, (int)hold);
     errno = saved;
 }
 
@@ -509,19 +515,14 @@ TW_EXPORT int sendmmsg(int fd, struct mmsghdr *v, unsigned n, int flags) {
 
 /* A connection reaches a listening socket's reader: stamp the address's key before it can. */
 TW_EXPORT int connect(int fd, const struct sockaddr *to, socklen_t len) {
-    if (to && len >= sizeof(sa_family_t) && len <= sizeof(struct sockaddr_storage) && tw_libc_virtual() && msg_stamps_on() &&
-        tw_libc_keeper()) {
+    if (to && len >= sizeof(sa_family_t) && len <= sizeof(struct sockaddr_storage) && stamping()) {
         struct sockaddr_storage a;
         memset(&a, 0, sizeof a);
         memcpy(&a, to, len);
         uint64_t key = listen_key(&a, len);
-        if (key) {
-            int saved = errno;
-            tw_libc_depth++;
-            tw_tk_msg_sent(key, 1);
-            tw_libc_depth--;
-            errno = saved;
-        }
+        int saved = errno;
+        if (key) stamp(key, 1);
+        errno = saved;
     }
     __typeof__(real_connect) f = REAL(connect);
     return f ? f(fd, to, len) : (int)raw_result(tw_sys6(SYS_connect, fd, (long)to, len, 0, 0, 0));
