@@ -238,6 +238,8 @@ __attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 
 __attribute__((weak)) uint64_t tw_tk_safe(void) { return 0; }
 __attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
 __attribute__((weak)) void tw_tk_before_exec(void) {}
+__attribute__((weak)) void tw_charge_pause(void) {}
+__attribute__((weak)) void tw_charge_resume(void) {}
 __attribute__((weak)) int tw_tk_reserve(void) { return -1; }
 __attribute__((weak)) void tw_tk_adopt(int slot) { (void)slot; }
 __attribute__((weak)) void tw_tk_unreserve(int slot) { (void)slot; }
@@ -316,6 +318,12 @@ void tw_libc_block_end(int wake) {
     tw_libc_depth--;
     errno = saved;
 }
+
+/* The message stamps' bookkeeping (keying a descriptor, the run's shared tables) is the emulator's work,
+ * not the program's: it is not charged to the thread's clock. Charged, it made an asyncio program that
+ * streams over 256 connections 8-28% slower in virtual time than without stamps. */
+void tw_libc_bookkeeping_begin(void) { tw_libc_depth++; tw_charge_pause(); }
+void tw_libc_bookkeeping_end(void) { tw_charge_resume(); tw_libc_depth--; }
 
 void tw_libc_msg_catch_up(void) {
     uint64_t at = 0;

@@ -63,6 +63,7 @@
 __attribute__((weak)) void tw_tk_msg_sent(uint64_t key, int hold) { (void)key; (void)hold; }
 __attribute__((weak)) int tw_tk_msg_at(uint64_t key, uint64_t *t) { (void)key; (void)t; return 0; }
 
+
 /* ---------------------------------------------------------------- keys */
 static inline uint64_t mix(uint64_t a, uint64_t b) {
     uint64_t h = (a ^ 0x9e3779b97f4a7c15ull) * 0xff51afd7ed558ccdull;
@@ -268,9 +269,9 @@ static int stamping(void) { return tw_libc_virtual() && msg_stamps_on() && tw_li
 
 /* Stamp channel key with this thread's time (the core's clock, read as the shim). */
 static void stamp(uint64_t key, int hold) {
-    tw_libc_depth++;
+    tw_libc_bookkeeping_begin();
     tw_tk_msg_sent(key, hold);
-    tw_libc_depth--;
+    tw_libc_bookkeeping_end();
 }
 
 /* Before data (or end of file) can reach fd's reader: stamp its writing direction. */
@@ -280,7 +281,9 @@ static void msg_written(int fd) {
     int saved = errno;
     uint64_t kw, kr;
     uint32_t hold;
-    if (fd_lookup(fd, &kw, &kr, &hold, 0) == FD_TRACKED) stamp(kw, (int)hold);
+    tw_libc_bookkeeping_begin();
+    if (fd_lookup(fd, &kw, &kr, &hold, 0) == FD_TRACKED) tw_tk_msg_sent(kw, (int)hold);
+    tw_libc_bookkeeping_end();
     errno = saved;
 }
 

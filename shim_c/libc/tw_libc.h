@@ -40,6 +40,9 @@ int tw_tk_due(uint64_t deadline);
 uint64_t tw_tk_safe(void);       /* the keeper's clock (0 without one) */
 void tw_tk_wake(int how, uint64_t deadline);
 void tw_tk_before_exec(void);
+/* the core's charging of CPU time to the thread's clock, paused around the emulator's own work (vclock.c) */
+void tw_charge_pause(void);
+void tw_charge_resume(void);
 /* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
  * first act, so that no clock jump can happen between the creation and the new thread's first reading
  * (a creator that then waits for the thread would otherwise leave nothing running). -1: none. */
@@ -181,6 +184,9 @@ void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) TW
 void tw_msg_forget(long first, long last) TW_HIDDEN;
 /* A non-blocking check found events: move to the stamp of what it found, when known. */
 void tw_libc_msg_catch_up(void) TW_HIDDEN;
+/* Around the stamps' bookkeeping: not charged to the program's clock (tw_charge_pause) */
+void tw_libc_bookkeeping_begin(void) TW_HIDDEN;
+void tw_libc_bookkeeping_end(void) TW_HIDDEN;
 /* A real absolute deadline rel_ns from now on clock clk. */
 struct timespec tw_libc_real_after(clockid_t clk, int64_t rel_ns) TW_HIDDEN;
 

@@ -82,13 +82,23 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
 /* A non-blocking check under the keeper that finds stamped data moves the thread to the data's time. */
 static int tw_poll_now(struct pollfd *fds, nfds_t n) {
     int r = tw_real.poll(fds, n, 0);
-    if (r > 0 && tw_libc_keeper()) { tw_msg_wake_poll(fds, n, r); tw_libc_msg_catch_up(); }
+    if (r > 0 && tw_libc_keeper()) {
+        tw_libc_bookkeeping_begin();
+        tw_msg_wake_poll(fds, n, r);
+        tw_libc_msg_catch_up();
+        tw_libc_bookkeeping_end();
+    }
     return r;
 }
 
 static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_t *mask) {
     int r = tw_real.epoll_pwait(epfd, ev, max, 0, mask);
-    if (r > 0 && tw_libc_keeper()) { tw_msg_wake_epoll(epfd, ev, r); tw_libc_msg_catch_up(); }
+    if (r > 0 && tw_libc_keeper()) {
+        tw_libc_bookkeeping_begin();
+        tw_msg_wake_epoll(epfd, ev, r);
+        tw_libc_msg_catch_up();
+        tw_libc_bookkeeping_end();
+    }
     return r;
 }
 
