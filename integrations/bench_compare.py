@@ -5,7 +5,8 @@
 EMULATED_DIR is what integrations/bench/emulated_vllm_cases.sh wrote (caseK.json, wall.txt); the real
 reference defaults to every committed H200 run of the cases in order on one server (REAL_DIRS: six runs
 of cases 1-3, five of case 4, four of 5-6, on six leases; on lease e two profiled cases with other prompts
-ran first; cases 7-10, held out, on leases f and h; lease g, a slow host, ran cases 1-3 only),
+ran first; cases 7-10, held out, on leases f and h; lease g, a slow host, ran cases 1-3 only; cases
+11-14, held out, twice on lease i/j),
 each metric the mean over the runs, their range shown: the real card's own TTFT differs by up to 35%
 between leases (their hosts differ: host_speed.json), its TPOT by up to 5%. Cases 1-4
 are the issue's table, 5-6 held out (no fit used their lengths or concurrencies; they partly hit the
@@ -16,6 +17,7 @@ error's mean and range over them (emulated runs are not yet deterministic).
 """
 from __future__ import annotations
 
+import gzip
 import json
 import re
 import sys
@@ -23,19 +25,22 @@ from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
 # every real run of the cases in order on one server: 2026-11-29 (cases 1-4), 2026-11-30b, -30c, -30d, -30e
-# (1-6), -30f and -30h (7-10), -30g (1-3)
+# (1-6), -30f and -30h (7-10), -30g (1-3), -30i and -30j (11-14, two servers one after the other on one lease)
 REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_2026-11-30c", "vllm_2026-11-30d",
                                  "vllm_2026-11-30e", "vllm_2026-11-30f", "vllm_2026-11-30g",
-                                 "vllm_2026-11-30h")]
+                                 "vllm_2026-11-30h", "vllm_2026-11-30i", "vllm_2026-11-30j")]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
 def load_cases(d: Path) -> dict[int, dict]:
+    """caseK.json, or caseK.json.gz (the committed real runs are compressed: the device tool carries the
+    repository's files and the vLLM pack in one transfer of 64 MiB)."""
     out = {}
-    for f in sorted(d.glob("case*.json")):
-        m = re.fullmatch(r"case(\d+)\.json", f.name)
+    for f in sorted(d.glob("case*.json*")):
+        m = re.fullmatch(r"case(\d+)\.json(\.gz)?", f.name)
         if m:
-            out[int(m.group(1))] = json.loads(f.read_text())
+            text = gzip.decompress(f.read_bytes()).decode() if m.group(2) else f.read_text()
+            out[int(m.group(1))] = json.loads(text)
     return out
 
 

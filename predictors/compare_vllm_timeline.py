@@ -14,6 +14,7 @@ emulated median is off says where the emulator's host or GPU time goes wrong.
 """
 from __future__ import annotations
 
+import gzip
 import statistics
 import sys
 from pathlib import Path
@@ -21,8 +22,9 @@ from pathlib import Path
 
 def load(d: Path) -> tuple[list[tuple], dict[str, dict[str, int]]]:
     ev = []
-    for f in sorted((d / "timeline").glob("timeline-*.tsv")):
-        for line in f.read_text().splitlines():
+    for f in sorted((d / "timeline").glob("timeline-*.tsv*")):   # .tsv.gz: the committed real runs
+        text = gzip.decompress(f.read_bytes()).decode() if f.suffix == ".gz" else f.read_text()
+        for line in text.splitlines():
             p = line.split("\t")
             if len(p) >= 5:  # name start end thread detail [cpu]
                 ev.append((int(p[1]), int(p[2]), p[0], p[3], p[4], int(p[5]) if len(p) > 5 else -1))
