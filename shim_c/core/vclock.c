@@ -11,6 +11,7 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <pthread.h>
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -167,6 +168,44 @@ void tw_charge_forgive(uint64_t ns) {
     if (forgive_ns > 2 * ns) forgive_ns = 2 * ns;
 }
 
+/* TIMEWARP_CLAMP_LOG=1 (a diagnostic): how much virtual time each thread's readings gained from being
+ * raised to the process's highest time, printed at exit, per thread name. */
+#define CLAMP_THREADS 64
+static struct { _Atomic int tid; char name[16]; _Atomic uint64_t n, ns; } clamp_tab[CLAMP_THREADS];
+static int clamp_on = -1;
+static __thread int clamp_idx = -1;
+
+static void clamp_report(void) {
+    for (int i = 0; i < CLAMP_THREADS; i++)
+        if (atomic_load(&clamp_tab[i].tid))
+            tw_log("pid %d thread %d (%s): %llu readings raised to the process clock, %.3f ms in all", (int)getpid(),
+                   atomic_load(&clamp_tab[i].tid), clamp_tab[i].name,
+                   (unsigned long long)atomic_load(&clamp_tab[i].n), atomic_load(&clamp_tab[i].ns) / 1e6);
+}
+
+static void clamp_note(uint64_t gain) {
+    if (__builtin_expect(clamp_on == 0, 1)) return;
+    if (clamp_on < 0) {
+        const char *v = getenv("TIMEWARP_CLAMP_LOG");
+        clamp_on = v && *v == '1';
+        if (!clamp_on) return;
+        atexit(clamp_report);
+    }
+    if (clamp_idx < 0) {
+        int tid = (int)syscall(SYS_gettid);
+        for (int i = 0; i < CLAMP_THREADS && clamp_idx < 0; i++) {
+            int zero = 0;
+            if (atomic_compare_exchange_strong(&clamp_tab[i].tid, &zero, tid)) {
+                clamp_idx = i;
+                pthread_getname_np(pthread_self(), clamp_tab[i].name, sizeof clamp_tab[i].name);
+            }
+        }
+        if (clamp_idx < 0) return;
+    }
+    atomic_fetch_add(&clamp_tab[clamp_idx].n, 1);
+    atomic_fetch_add(&clamp_tab[clamp_idx].ns, gain);
+}
+
 uint64_t tw_now(void) {
     uint64_t cpu = tw_thread_cpu_ns();
     if (charge_paused) thread_cpu_last = cpu;
@@ -194,7 +233,7 @@ uint64_t tw_now(void) {
     /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now */
     double f = tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed;
     uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
-    if (t < g) t = g;
+    if (t < g) { clamp_note(g - t); t = g; }
     if (tw_tk && !thread_private) {
         tw_tk_slot *s = tw_tk_thread_slot(t);
         if (s) {
