@@ -90,6 +90,64 @@ def test_a_message_not_yet_seen_holds_the_clock():
     assert held - free > 2.0, (held, free)
 
 
+def _busy_reader_misses(wait: str, sync: str) -> tuple[int, int]:
+    """(checks that found nothing although a write was due, bytes received) of tests/progs/busy_reader.py"""
+    r = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "run", "--", sys.executable,
+                        str(PROGS / "busy_reader.py"), "unix", wait, "10"], capture_output=True, text=True,
+                       timeout=600, env={**os.environ, "TIMEWARP_POLL_SYNC": sync})
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    misses, read = 0, 0
+    for t, seen in res["checks"]:
+        due = sum(1 for w in res["writes"] if w + 1e-4 <= t)   # written 0.1 ms or more before the check
+        if due > read and not seen:
+            misses += 1
+        read += bool(seen)
+    return misses, res["got"]
+
+
+@pytest.mark.parametrize("wait", ["poll", "epoll"])
+def test_busy_reader_sees_what_was_sent_before_its_time(wait):
+    """shim_c/libc/wait.c: a non-blocking check at virtual time t first waits until no thread of any process
+    can act before t, so it finds every message written before t, however late the writer ran in real time.
+    Switched off (TIMEWARP_POLL_SYNC=0), the reader's checks miss messages that were due (hundreds of them:
+    it computes ahead while the writer, woken at its deadline, has not yet run)."""
+    misses, got = _busy_reader_misses(wait, "1")
+    assert misses == 0 and got == 10, (misses, got)
+    off, _ = _busy_reader_misses(wait, "0")
+    assert off > 0, off
+
+
+def _future_data_early_sightings(wait: str, sync: str) -> tuple[int, int]:
+    """(checks at a time before the write that reported the data, checks that reported it) of
+    tests/progs/future_data.py, with a CPU hog beside the reader (outside the run)"""
+    hog = subprocess.Popen([sys.executable, "-c", "import os\nos.sched_setaffinity(0, {1})\nwhile True: pass"])
+    try:
+        r = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "run", "--", sys.executable,
+                            str(PROGS / "future_data.py"), "unix", wait], capture_output=True, text=True,
+                           timeout=600, env={**os.environ, "TIMEWARP_POLL_SYNC": sync})
+    finally:
+        hog.kill()
+        hog.wait()
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    early = sum(1 for t, seen in res["checks"] if seen and t < res["wrote"] - 1e-4)
+    return early, sum(1 for _, seen in res["checks"] if seen)
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="needs two CPUs: the writer on one, the reader on the other")
+@pytest.mark.parametrize("wait", ["poll", "epoll"])
+def test_busy_reader_does_not_see_data_from_its_future(wait):
+    """shim_c/libc/message.c: a non-blocking check at virtual time t does not report data written after t
+    (the writer's clock ran ahead in real time: it computes alone on one CPU, the reader shares the other
+    with a hog at nice 19), and reports it once the reader's time has passed the write. Switched off
+    (TIMEWARP_POLL_SYNC=0) the check reports it at once (and moves the reader to the write's time)."""
+    early, seen = _future_data_early_sightings(wait, "1")
+    assert early == 0 and seen == 1, (early, seen)
+    early, seen = _future_data_early_sightings(wait, "0")
+    assert early == 1, (early, seen)
+
+
 @pytest.mark.parametrize("world", [2, 4])
 def test_torch_distributed_nccl_across_processes(world):
     r = timewarp("run", "--gpus", str(world), "--", sys.executable, str(PROGS / "dist_ops.py"), str(world))

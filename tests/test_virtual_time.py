@@ -108,3 +108,10 @@ def test_a_malformed_host_speed_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
     assert f"{name}={value!r}" in run.stderr and "positive number" in run.stderr, run.stderr
+
+
+@pytest.mark.parametrize("name,value", [("TIMEWARP_MSG_STAMPS", "no"), ("TIMEWARP_POLL_SYNC", "off")])
+def test_a_malformed_switch_is_named(name, value):
+    run = run_emulated("print('{}')", env={name: value})
+    assert run.rc != 0
+    assert f"{name}={value!r}" in run.stderr and "expected 0 (off) or 1" in run.stderr, run.stderr

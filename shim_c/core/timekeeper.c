@@ -184,6 +184,14 @@ void tw_tk_msg_sent(uint64_t key, int hold) {
     if (msg_hold_ns > 0) tw_tk_msg_hold(tw_tk, key, t, tw_tk_real_ns() + msg_hold_ns);
 }
 
+/* The earliest write on key since its reader last saw it; 0 if there is none (not marked seen). */
+int tw_tk_msg_first_at(uint64_t key, uint64_t *t) {
+    int found = 0;
+    if (!tw_tk) return 0;
+    *t = tw_tk_msg_first(tw_tk, key, &found);
+    return found;
+}
+
 int tw_tk_msg_at(uint64_t key, uint64_t *t) {
     int found = 0;
     if (!tw_tk) return 0;

@@ -253,13 +253,36 @@ void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
         }
         uint64_t v = t + 1, g = LOAD(&e->stamp);
         while (g < v && !__atomic_compare_exchange_n(&e->stamp, &g, v, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
+        uint64_t f = LOAD(&e->first);   /* the earliest unseen write (writers of one channel race rarely) */
+        while ((f == 0 || f > v) && !__atomic_compare_exchange_n(&e->first, &f, v, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
         return;
     }
     if (oldest) {   /* the window is full: take over the entry written longest ago */
         uint64_t prev = LOAD(&oldest->key);
-        if (__atomic_compare_exchange_n(&oldest->key, &prev, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        if (__atomic_compare_exchange_n(&oldest->key, &prev, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             STORE(&oldest->stamp, t + 1);
+            STORE(&oldest->first, t + 1);
+        }
     }
+}
+
+static tw_tk_msg *msg_find(tw_tk_shared *k, uint64_t key) {
+    if (!key) return NULL;
+    uint32_t h = msg_home(key);
+    for (uint32_t i = 0; i < MSG_PROBES; i++) {
+        tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
+        uint64_t cur = LOAD(&e->key);
+        if (cur == 0) return NULL;
+        if (cur == key) return e;
+    }
+    return NULL;
+}
+
+uint64_t tw_tk_msg_first(tw_tk_shared *k, uint64_t key, int *found) {
+    tw_tk_msg *e = msg_find(k, key);
+    uint64_t v = e ? LOAD(&e->first) : 0;
+    *found = v != 0;
+    return v ? v - 1 : 0;
 }
 
 uint64_t tw_tk_msg_time(tw_tk_shared *k, uint64_t key, int *found) {
@@ -312,6 +335,8 @@ static void pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key) {
 }
 
 void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key) {
+    tw_tk_msg *m = msg_find(k, key);
+    if (m) STORE(&m->first, 0);   /* what comes next is new to the reader */
     if (!key || !LOAD(&k->npend)) return;
     for (uint32_t i = 0; i < TW_TK_PENDS; i++)
         if (LOAD(&k->pends[i].key) == key) pend_free(k, &k->pends[i], key);

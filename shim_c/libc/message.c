@@ -62,6 +62,7 @@
 /* ---------------------------------------------------------------- weak fallbacks (no core: no keeper) */
 __attribute__((weak)) void tw_tk_msg_sent(uint64_t key, int hold) { (void)key; (void)hold; }
 __attribute__((weak)) int tw_tk_msg_at(uint64_t key, uint64_t *t) { (void)key; (void)t; return 0; }
+__attribute__((weak)) int tw_tk_msg_first_at(uint64_t key, uint64_t *t) { (void)key; (void)t; return 0; }
 
 
 /* ---------------------------------------------------------------- keys */
@@ -350,23 +351,23 @@ void tw_msg_wake_select(int n, const void *rs, const void *es, int res) {
 /* ---------------------------------------------------------------- epoll: (epoll fd, user data) -> fd */
 #define EP_SLOTS 16384
 #define EP_PROBES 64
-typedef struct { int32_t epfd1; int32_t fd; uint64_t data; } ep_entry;   /* epfd1: epoll fd + 1; 0 free, -1 gone */
+typedef struct { int32_t epfd1; int32_t fd; uint64_t data; uint32_t events; } ep_entry;   /* epfd1: epoll fd + 1; 0 free, -1 gone */
 static ep_entry ep_map[EP_SLOTS];
 static struct { int32_t epfd1; uint64_t data; } ep_last[FD_CACHE];   /* per fd: where it was registered last */
 static pthread_mutex_t ep_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static inline uint32_t ep_home(int epfd, uint64_t data) { return (uint32_t)(mix((uint64_t)epfd, data) >> 7) & (EP_SLOTS - 1); }
 
-static void ep_put(int epfd, uint64_t data, int fd) {
+static void ep_put(int epfd, uint64_t data, int fd, uint32_t events) {
     uint32_t h = ep_home(epfd, data);
     ep_entry *free_e = NULL;
     for (uint32_t i = 0; i < EP_PROBES; i++) {
         ep_entry *e = &ep_map[(h + i) & (EP_SLOTS - 1)];
-        if (e->epfd1 == epfd + 1 && e->data == data) { e->fd = fd; return; }
+        if (e->epfd1 == epfd + 1 && e->data == data) { e->fd = fd; e->events = events; return; }
         if (e->epfd1 <= 0 && !free_e) free_e = e;
         if (e->epfd1 == 0) break;
     }
-    if (free_e) *free_e = (ep_entry){epfd + 1, fd, data};
+    if (free_e) *free_e = (ep_entry){epfd + 1, fd, data, events};
 }
 
 static void ep_drop(int epfd, uint64_t data) {
@@ -378,14 +379,28 @@ static void ep_drop(int epfd, uint64_t data) {
     }
 }
 
-static int ep_fd(int epfd, uint64_t data) {
+static int ep_fd(int epfd, uint64_t data, uint32_t *events) {
     uint32_t h = ep_home(epfd, data);
     for (uint32_t i = 0; i < EP_PROBES; i++) {
         ep_entry *e = &ep_map[(h + i) & (EP_SLOTS - 1)];
         if (e->epfd1 == 0) return -1;
-        if (e->epfd1 == epfd + 1 && e->data == data) return e->fd;
+        if (e->epfd1 == epfd + 1 && e->data == data) { if (events) *events = e->events; return e->fd; }
     }
     return -1;
+}
+
+/* The descriptor an epoll event stands for (-1: unknown), and whether it was registered level-triggered. */
+static int ep_event_fd(int epfd, const struct epoll_event *ev, int *level) {
+    uint32_t events = 0;
+    pthread_mutex_lock(&ep_lock);
+    int fd = ep_fd(epfd, ev->data.u64, &events);
+    pthread_mutex_unlock(&ep_lock);
+    *level = !(events & (EPOLLET | EPOLLONESHOT));
+    /* registered where no interposer saw it (libuv, in uvloop, batches epoll_ctl through io_uring or the
+     * raw system call): libuv's user data is the descriptor itself, and it registers level-triggered */
+    if (fd < 0 && ev->data.u64 <= 0x7fffffff && tw_sys6(SYS_fcntl, (long)ev->data.u64, F_GETFD, 0, 0, 0, 0) >= 0)
+        fd = (int)ev->data.u64;
+    return fd;
 }
 
 void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
@@ -394,16 +409,59 @@ void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
     for (int i = 0; i < r; i++) {
         int readable = (ev[i].events & (EPOLLIN | EPOLLPRI | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) != 0;
         if (!readable) continue;
-        pthread_mutex_lock(&ep_lock);
-        int fd = ep_fd(epfd, ev[i].data.u64);
-        pthread_mutex_unlock(&ep_lock);
-        /* registered where no interposer saw it (libuv, in uvloop, batches epoll_ctl through io_uring or the
-         * raw system call): libuv's user data is the descriptor itself */
-        if (fd < 0 && ev[i].data.u64 <= 0x7fffffff && tw_sys6(SYS_fcntl, (long)ev[i].data.u64, F_GETFD, 0, 0, 0, 0) >= 0)
-            fd = (int)ev[i].data.u64;
+        int level;
+        int fd = ep_event_fd(epfd, &ev[i], &level);
         if (fd < 0) { tw_msg_wake_unknown(); log_fallback(epfd, "epoll data not mapped"); }
         else tw_msg_wake_fd(fd, 1);
     }
+}
+
+/* ---------------------------------------------------------------- a non-blocking check's view */
+/* After a non-blocking check at virtual time t (wait.c, once no thread can act before t any more): a
+ * readable descriptor whose unseen data was all written after t (by a thread that ran ahead in real time)
+ * is not reported: at t its reader would not have found it. Level-triggered registrations only (poll,
+ * select, epoll without EPOLLET/EPOLLONESHOT), which report it again at the next check. The reader's
+ * clock then stays where it is: before, such a check moved the reader to the data's time, which dragged a
+ * busy event loop to the clock of a process computing ahead of it. Returns the number still reported. */
+static int future_only(int fd, uint64_t t) {
+    uint64_t kw, kr, first;
+    uint32_t hold;
+    if (fd_lookup(fd, &kw, &kr, &hold, 1) != FD_TRACKED) return 0;
+    tw_libc_depth++;
+    int found = tw_tk_msg_first_at(kr, &first);
+    tw_libc_depth--;
+    return found && first > t;
+}
+
+#define READ_EVENTS (POLLIN | POLLRDNORM | POLLRDBAND | POLLPRI)
+int tw_msg_hide_future_poll(struct pollfd *fds, unsigned long n, int r, uint64_t t) {
+    if (r <= 0 || !msg_stamps_on()) return r;
+    for (nfds_t i = 0; i < n; i++) {
+        short rev = fds[i].revents;
+        if (fds[i].fd < 0 || !(rev & READ_EVENTS) || (rev & (POLLHUP | POLLERR | POLLNVAL))) continue;
+        if (!future_only(fds[i].fd, t)) continue;
+        fds[i].revents = (short)(rev & ~READ_EVENTS);
+        if (!fds[i].revents) r--;
+    }
+    return r;
+}
+
+int tw_msg_hide_future_epoll(int epfd, struct epoll_event *ev, int r, uint64_t t) {
+    if (r <= 0 || !msg_stamps_on()) return r;
+    int out = 0;
+    for (int i = 0; i < r; i++) {
+        uint32_t e = ev[i].events;
+        int level, fd = -1;
+        if ((e & (EPOLLIN | EPOLLPRI)) && !(e & (EPOLLHUP | EPOLLERR))) fd = ep_event_fd(epfd, &ev[i], &level);
+        if (fd >= 0 && level && future_only(fd, t)) {
+            e &= ~(uint32_t)(EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
+            if (!(e & (EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND))) continue;   /* nothing left to report */
+        }
+        ev[out] = ev[i];
+        ev[out].events = e;
+        out++;
+    }
+    return out;
 }
 
 /* ---------------------------------------------------------------- interposers */
@@ -472,7 +530,7 @@ void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) {
             ep_last[fd].epfd1 = epfd + 1;
             ep_last[fd].data = ev->data.u64;
         }
-        ep_put(epfd, ev->data.u64, fd);
+        ep_put(epfd, ev->data.u64, fd, ev->events);
     } else if (op == EPOLL_CTL_DEL && fd < FD_CACHE && ep_last[fd].epfd1 == epfd + 1) {
         ep_drop(epfd, ep_last[fd].data);
         ep_last[fd].epfd1 = 0;

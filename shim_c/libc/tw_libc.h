@@ -43,6 +43,8 @@ void tw_tk_before_exec(void);
 /* the core's charging of CPU time to the thread's clock, paused around the emulator's own work (vclock.c) */
 void tw_charge_pause(void);
 void tw_charge_resume(void);
+/* the core: wait until no thread of any process can act before this thread's time (vclock.c); 1 if it waited */
+int tw_tk_sync_now(void);
 /* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
  * first act, so that no clock jump can happen between the creation and the new thread's first reading
  * (a creator that then waits for the thread would otherwise leave nothing running). -1: none. */
@@ -178,6 +180,9 @@ struct epoll_event;
 void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) TW_HIDDEN;
 void tw_msg_wake_select(int n, const void *r, const void *e, int res) TW_HIDDEN;
 void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) TW_HIDDEN;
+/* a non-blocking check at virtual time t: hide what was all written after t (level-triggered only) */
+int tw_msg_hide_future_poll(struct pollfd *fds, unsigned long n, int r, uint64_t t) TW_HIDDEN;
+int tw_msg_hide_future_epoll(int epfd, struct epoll_event *ev, int r, uint64_t t) TW_HIDDEN;
 int tw_msg_wake_resolve(uint64_t *t) TW_HIDDEN;
 void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) TW_HIDDEN;
 /* Descriptors first..last were closed (a path other than close(): their keys are stale). */

@@ -26,6 +26,7 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
 #include <time.h>
@@ -79,26 +80,61 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
     return x.r;
 }
 
-/* A non-blocking check under the keeper that finds stamped data moves the thread to the data's time. */
+/* TIMEWARP_POLL_SYNC=0 turns the rule below off (a busy reader then sees what the machine delivered). */
+static int poll_sync_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("TIMEWARP_POLL_SYNC");
+        on = !(v && v[0] == '0' && !v[1]);
+    }
+    return on;
+}
+
+/* A non-blocking check under the keeper sees what was sent before the thread's time t, and only that:
+ * - it waits until no thread of any process can still act before t (tw_tk_sync_now): a writer running
+ *   behind in real time has then written what it writes before t;
+ * - descriptors whose unseen data was all written after t are not reported (message.c,
+ *   tw_msg_hide_future_*): a writer running ahead in real time does not drag the reader to its clock.
+ * What it reports is marked seen: unseen messages hold the run's clock (message.c), which the wait would
+ * otherwise sit out. Without the keeper, or with TIMEWARP_POLL_SYNC=0, data found moves the thread to its
+ * time where that is later (the rule of blocking waits). */
 static int tw_poll_now(struct pollfd *fds, nfds_t n) {
     int r = tw_real.poll(fds, n, 0);
-    if (r > 0 && tw_libc_keeper()) {
-        tw_libc_bookkeeping_begin();
-        tw_msg_wake_poll(fds, n, r);
-        tw_libc_msg_catch_up();
-        tw_libc_bookkeeping_end();
+    if (r < 0 || !tw_libc_keeper()) return r;
+    tw_libc_bookkeeping_begin();
+    uint64_t at, t = tw_libc_now();
+    if (!poll_sync_on()) {
+        if (r > 0) { tw_msg_wake_poll(fds, n, r); tw_libc_msg_catch_up(); }
+    } else {
+        r = tw_msg_hide_future_poll(fds, n, r, t);
+        if (r > 0) { tw_msg_wake_poll(fds, n, r); (void)tw_msg_wake_resolve(&at); }
+        if (tw_tk_sync_now()) {
+            r = tw_real.poll(fds, n, 0);
+            if (r > 0) r = tw_msg_hide_future_poll(fds, n, r, t);
+            if (r > 0) { tw_msg_wake_poll(fds, n, r); (void)tw_msg_wake_resolve(&at); }
+        }
     }
+    tw_libc_bookkeeping_end();
     return r;
 }
 
 static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_t *mask) {
     int r = tw_real.epoll_pwait(epfd, ev, max, 0, mask);
-    if (r > 0 && tw_libc_keeper()) {
-        tw_libc_bookkeeping_begin();
-        tw_msg_wake_epoll(epfd, ev, r);
-        tw_libc_msg_catch_up();
-        tw_libc_bookkeeping_end();
+    if (r < 0 || !tw_libc_keeper()) return r;
+    tw_libc_bookkeeping_begin();
+    uint64_t at, t = tw_libc_now();
+    if (!poll_sync_on()) {
+        if (r > 0) { tw_msg_wake_epoll(epfd, ev, r); tw_libc_msg_catch_up(); }
+    } else {
+        r = tw_msg_hide_future_epoll(epfd, ev, r, t);
+        if (r > 0) { tw_msg_wake_epoll(epfd, ev, r); (void)tw_msg_wake_resolve(&at); }
+        if (tw_tk_sync_now()) {
+            r = tw_real.epoll_pwait(epfd, ev, max, 0, mask);
+            if (r > 0) r = tw_msg_hide_future_epoll(epfd, ev, r, t);
+            if (r > 0) { tw_msg_wake_epoll(epfd, ev, r); (void)tw_msg_wake_resolve(&at); }
+        }
     }
+    tw_libc_bookkeeping_end();
     return r;
 }
 

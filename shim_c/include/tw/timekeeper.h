@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define TW_TK_MAGIC 0x316b63776b747774ull /* "twtkwck1" */
-#define TW_TK_VERSION 3
+#define TW_TK_VERSION 4
 #define TW_TK_SLOTS 2048
 #define TW_TK_COLLS 256
 #define TW_TK_MAX_RANKS 64
@@ -78,7 +78,9 @@ typedef struct tw_tk_coll {
 /* One direction of a channel and the virtual time of its latest write (open addressing on key; 0: free). */
 typedef struct tw_tk_msg {
     uint64_t key;
-    uint64_t stamp;         /* the writer's virtual time + 1 (0: none yet) */
+    uint64_t stamp;         /* the latest write's virtual time + 1 (0: none yet) */
+    uint64_t first;         /* the earliest write's since the reader last saw the channel, + 1 (0: none) */
+    uint64_t pad;
 } tw_tk_msg;
 
 /* A message written and not yet seen by its reader: until real time `until`, the keeper's clock may not
@@ -150,6 +152,8 @@ double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt);
  * 0 when none was seen (or the table is full). */
 void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t);
 uint64_t tw_tk_msg_time(tw_tk_shared *k, uint64_t key, int *found);
+/* The earliest write's time since the reader last saw key (tw_tk_msg_seen); 0 with *found = 0 if none. */
+uint64_t tw_tk_msg_first(tw_tk_shared *k, uint64_t key, int *found);
 /* A message on key at virtual time t holds the keeper's clock until its reader sees it, or until real time
  * `until`; tw_tk_msg_seen: the reader saw what key carried. */
 void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until);

@@ -1,0 +1,70 @@
+"""A busy reader's non-blocking checks see every message sent before its time (shim_c/libc/wait.c,
+tw_tk_sync_now), whatever the machine's scheduling of the writer.
+
+The writer (a child process) sleeps 50 ms of virtual time, then writes one byte per round to its channel,
+ROUNDS times, each after a further 5 ms sleep, and reports each write's virtual time. The reader computes
+in short slices and checks the channel between them without waiting (poll or epoll with timeout 0, as an
+asyncio loop with work to do does), draining what it finds; it records each check's virtual time and
+whether data was there.
+
+    busy_reader.py CHANNEL WAIT [ROUNDS]      CHANNEL: pipe | unix; WAIT: poll | epoll
+Prints one JSON line: the writes' times and, per check, [time, saw data].
+"""
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import time
+
+
+def writer(fd: int, rounds: int) -> None:
+    times = []
+    time.sleep(0.05)
+    for _ in range(rounds):
+        times.append(time.monotonic())
+        os.write(fd, b"x")
+        time.sleep(0.005)
+    print(json.dumps(times), flush=True)
+
+
+def main() -> None:
+    if sys.argv[1] == "writer":
+        writer(int(sys.argv[2]), int(sys.argv[3]))
+        return
+    kind, wait = sys.argv[1], sys.argv[2]
+    rounds = int(sys.argv[3]) if len(sys.argv) > 3 else 10
+    if kind == "pipe":
+        r, w = os.pipe()
+    else:
+        a, b = socket.socketpair()
+        r, w = a.detach(), b.detach()
+    os.set_blocking(r, False)
+    wr = subprocess.Popen([sys.executable, __file__, "writer", str(w), str(rounds)], pass_fds=[w],
+                          stdout=subprocess.PIPE, text=True)
+    os.close(w)
+    if wait == "poll":
+        p = select.poll()
+        p.register(r, select.POLLIN)
+        check = lambda: p.poll(0)
+    else:
+        e = select.epoll()
+        e.register(r, select.EPOLLIN)
+        check = lambda: e.poll(0)
+    checks, got, x = [], 0, 0
+    t_end = time.monotonic() + 0.05 + rounds * 0.005 + 0.05
+    while got < rounds and time.monotonic() < t_end:
+        for i in range(300):   # a slice of computing: some tens of microseconds
+            x += i * i
+        t = time.monotonic()
+        seen = bool(check())
+        checks.append([t, seen])
+        if seen:
+            got += len(os.read(r, 64))
+    times = json.loads(wr.communicate()[0])
+    print(json.dumps({"writes": times, "checks": checks, "got": got}))
+
+
+if __name__ == "__main__":
+    main()
