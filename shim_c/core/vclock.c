@@ -35,6 +35,12 @@ static __thread int thread_started;
 static __thread int thread_private;
 
 void tw_clock_private_thread(void) { thread_private = 1; tw_tk_thread_private(); }
+/* A thread that exchanges data with its process's other threads only through descriptors (libzmq's I/O
+ * threads; shim_c/libc/thread.c): message stamps carry its time to them, so its clock is its own. It is
+ * neither raised to the process's clock nor raises it, but takes part in the time keeper as any thread. */
+static __thread int thread_io_only;
+void tw_clock_io_thread(void) { thread_io_only = 1; }
+static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
@@ -157,7 +163,7 @@ uint64_t tw_charge_add(uint64_t ns) {
     if (!ns || charge_paused) return t;
     t += ns;
     thread_now = t;
-    if (!thread_private) publish(t);
+    if (shares_process_clock()) publish(t);
     return t;
 }
 
@@ -233,7 +239,7 @@ uint64_t tw_now(void) {
     /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now */
     double f = tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed;
     uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
-    if (t < g) { clamp_note(g - t); t = g; }
+    if (t < g && !thread_io_only) { clamp_note(g - t); t = g; }
     if (tw_tk && !thread_private) {
         tw_tk_slot *s = tw_tk_thread_slot(t);
         if (s) {
@@ -251,7 +257,7 @@ uint64_t tw_now(void) {
         }
     }
     thread_now = t;
-    if (!thread_private) publish(t);
+    if (shares_process_clock()) publish(t);
     return t;
 }
 
@@ -265,7 +271,7 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
     if (t < thread_now) t = thread_now;
     thread_now = t;
     thread_cpu_last = tw_thread_cpu_ns();
-    if (!thread_private) publish(t);
+    if (shares_process_clock()) publish(t);
     if (s && tw_tk) {
         __atomic_store_n(&s->cpu, thread_cpu_last, __ATOMIC_RELAXED);
         __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
@@ -317,7 +323,7 @@ void tw_tk_twait_begin(uint64_t deadline) {
      * process, so it goes on no earlier than the run's latest time, as a clock reading would. */
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TW_SLOT_LOST) {
         uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
-        if (thread_now < m) { thread_now = m; publish(m); }
+        if (thread_now < m) { thread_now = m; if (shares_process_clock()) publish(m); }
     }
     s->deadline = deadline;
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);

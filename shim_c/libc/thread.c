@@ -8,7 +8,9 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
+#include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "tw_libc.h"
 
@@ -35,5 +37,18 @@ TW_EXPORT int pthread_create(pthread_t *restrict th, const pthread_attr_t *restr
         tw_tk_unreserve(st->slot);
         free(st);
     }
+    return r;
+}
+
+/* A thread that names itself as one of libzmq's background threads ("ZMQbg/IO/0", "ZMQbg/Reaper") takes
+ * messages from sockets to its application's threads and back, through mailboxes each signalled by a
+ * descriptor, which message stamps carry (message.c). Its clock then stays its own (tw_clock_io_thread):
+ * raised to the process's clock, vLLM's API server's event loop was raised to the engine's clock at each
+ * output the I/O thread received, whether or not the loop had got to it. */
+TW_EXPORT int pthread_setname_np(pthread_t th, const char *name) {
+    static int (*real)(pthread_t, const char *);
+    if (!real) real = (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
+    int r = real ? real(th, name) : ENOSYS;
+    if (r == 0 && pthread_equal(th, pthread_self()) && strncmp(name, "ZMQbg/", 6) == 0) tw_clock_io_thread();
     return r;
 }

@@ -45,6 +45,8 @@ void tw_charge_pause(void);
 void tw_charge_resume(void);
 /* the core: wait until no thread of any process can act before this thread's time (vclock.c); 1 if it waited */
 int tw_tk_sync_now(void);
+/* the core: this thread talks to its process's other threads through descriptors only (vclock.c) */
+void tw_clock_io_thread(void);
 /* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
  * first act, so that no clock jump can happen between the creation and the new thread's first reading
  * (a creator that then waits for the thread would otherwise leave nothing running). -1: none. */
