@@ -156,6 +156,23 @@ int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
     }
 }
 
+int tw_tk_wait_others(tw_tk_slot *s, uint64_t t) {
+    tw_tk_shared *k = tw_tk;
+    int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+    s->deadline = t;
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, TW_SLOT_SLEEP, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+    tw_tk_advance(k);   /* this thread no longer holds the clock back */
+    for (;;) {
+        uint32_t g0 = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
+        if (tw_tk_others_lo(k, pid) >= t) return 0;
+        if (__atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE) || !keeper_alive(k)) return -1;
+        /* running threads' readings do not wake the futex: look again every 100 us */
+        tw_tk_futex_wait(k, g0, 100000);
+    }
+}
+
 uint64_t tw_tk_safe(void) { return tw_tk ? __atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) : 0; }
 
 int tw_tk_due(uint64_t t) {

@@ -180,6 +180,40 @@ static uint64_t scan(tw_tk_shared *k, int *running) {
     return lo;
 }
 
+/* The earliest virtual time at which a thread of a process other than pid can still act (running: its
+ * clock; waiting: its deadline; blocked: none), or a message on its way to another reader can be taken:
+ * what a thread of pid may still receive from elsewhere before then has been sent. */
+uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid) {
+    uint64_t lo = UINT64_MAX;
+    uint32_t hi = LOAD(&k->hiwater);
+    for (uint32_t i = 0; i < hi; i++) {
+        tw_tk_slot *s = &k->slots[i];
+        if (!LOAD(&s->tid) || LOAD(&s->pid) == pid) continue;
+        uint64_t c;
+        switch (LOAD(&s->state)) {
+        case TW_SLOT_RUN: {
+            c = LOAD(&s->clock);
+            uint64_t x = LOAD(&s->ext);
+            if (x > c) c = x;
+            break;
+        }
+        case TW_SLOT_SLEEP:
+        case TW_SLOT_TWAIT: c = LOAD(&s->deadline); break;
+        default: continue;
+        }
+        if (c < lo) lo = c;
+    }
+    if (LOAD(&k->npend)) {
+        int64_t now = tw_tk_real_ns();
+        for (uint32_t i = 0; i < TW_TK_PENDS; i++) {
+            tw_tk_pend *e = &k->pends[i];
+            uint64_t key = LOAD(&e->key), c = LOAD(&e->stamp);
+            if (key && now < LOAD(&e->until) && c < lo) lo = c;
+        }
+    }
+    return lo;
+}
+
 /* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has
  * just woken, or a message just sent, that the kernel has not yet delivered: before jumping, let the table
  * settle (no state change during a short real pause), else look again. The pause grows with the jump: a

@@ -291,17 +291,22 @@ void tw_wait_until(uint64_t t) {
     resume_at(s, t);
 }
 
-/* A non-blocking look, at the thread's time now, at what other threads may have sent it (a zero-timeout
- * poll): first wait until no thread of any process can still act before now, so that what a writer running
- * behind in real time sends before now has been sent. Without it, what a busy reader saw depended on how
+/* A non-blocking look, at the thread's time now, at what other processes may have sent it (a zero-timeout
+ * poll): first wait until no thread of another process can still act before now, so that what a writer
+ * running behind in real time sends before now has been sent. Without it, what a busy reader saw depended on how
  * the machine scheduled the writer: a burst of requests reached vLLM's engine in one run in 30 ms and in
  * another in 300. Returns whether it waited. */
 int tw_tk_sync_now(void) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return 0;
     uint64_t t = tw_now();
-    if (__atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) >= t || tw_tk_advance(tw_tk) >= t) return 0;
-    tw_tk_wait_safe(s, t, TW_SLOT_SLEEP);
+    /* Only other processes are waited for. This process's threads share its clock; waiting for them, a
+     * reader that holds Python's GIL made a thread waiting for the GIL time out in steps of 5 virtual ms
+     * until it had passed the reader (vLLM's API server tokenizes in a worker thread). */
+    if (__atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) >= t ||
+        tw_tk_others_lo(tw_tk, __atomic_load_n(&s->pid, __ATOMIC_RELAXED)) >= t)
+        return 0;
+    tw_tk_wait_others(s, t);
     resume_at(s, t);
     return 1;
 }

@@ -136,6 +136,9 @@ uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t);
 /* Move `safe` as far as it may go (the minimum over running clocks and waiting deadlines) and wake the
  * waiters; returns `safe`. */
 uint64_t tw_tk_advance(tw_tk_shared *k);
+uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
+/* Wait (slot s asleep at t) until no thread of another process can act before t (tw_tk_others_lo). */
+int tw_tk_wait_others(tw_tk_slot *s, uint64_t t);
 /* Wake every thread waiting on `gen` (a collective completed, an abort). */
 void tw_tk_wake_all(tw_tk_shared *k);
 /* Wait on `gen` while it still equals seen, at most timeout_ns of real time. */
