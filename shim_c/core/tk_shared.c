@@ -320,20 +320,10 @@ uint64_t tw_tk_msg_first(tw_tk_shared *k, uint64_t key, int *found) {
 }
 
 uint64_t tw_tk_msg_time(tw_tk_shared *k, uint64_t key, int *found) {
-    *found = 0;
-    if (!key) return 0;
-    uint32_t h = msg_home(key);
-    for (uint32_t i = 0; i < MSG_PROBES; i++) {
-        tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
-        uint64_t cur = LOAD(&e->key);
-        if (cur == 0) return 0;
-        if (cur != key) continue;
-        uint64_t v = LOAD(&e->stamp);
-        if (!v) return 0;
-        *found = 1;
-        return v - 1;
-    }
-    return 0;
+    tw_tk_msg *e = msg_find(k, key);
+    uint64_t v = e ? LOAD(&e->stamp) : 0;
+    *found = v != 0;
+    return v ? v - 1 : 0;
 }
 
 void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until) {

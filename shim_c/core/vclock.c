@@ -293,16 +293,16 @@ void tw_wait_until(uint64_t t) {
 
 /* A non-blocking look, at the thread's time now, at what other processes may have sent it (a zero-timeout
  * poll): first wait until no thread of another process can still act before now, so that what a writer
- * running behind in real time sends before now has been sent. Without it, what a busy reader saw depended on how
- * the machine scheduled the writer: a burst of requests reached vLLM's engine in one run in 30 ms and in
- * another in 300. Returns whether it waited. */
+ * running behind in real time sends before now has been sent. Without it, what a busy reader saw depended
+ * on how the machine scheduled the writer (tests/progs/busy_reader.py). Returns whether it waited. */
 int tw_tk_sync_now(void) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return 0;
     uint64_t t = tw_now();
-    /* Only other processes are waited for. This process's threads share its clock; waiting for them, a
-     * reader that holds Python's GIL made a thread waiting for the GIL time out in steps of 5 virtual ms
-     * until it had passed the reader (vLLM's API server tokenizes in a worker thread). */
+    /* Only other processes are waited for. This process's threads share its clock; and waiting for them,
+     * a reader holding Python's GIL can make a thread that waits for the GIL time out in steps of 5
+     * virtual ms until it has passed the reader (the suspected cause of vLLM case 5's TTFT +54% with a
+     * process-wide wait; docs/VLLM.md, tenth session). */
     if (__atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) >= t ||
         tw_tk_others_lo(tw_tk, __atomic_load_n(&s->pid, __ATOMIC_RELAXED)) >= t)
         return 0;

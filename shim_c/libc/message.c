@@ -417,7 +417,8 @@ void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
 }
 
 /* ---------------------------------------------------------------- a non-blocking check's view */
-/* After a non-blocking check at virtual time t (wait.c, once no thread can act before t any more): a
+/* After a non-blocking check at virtual time t (wait.c, once no thread of another process can act before
+ * t any more): a
  * readable descriptor whose unseen data was all written after t (by a thread that ran ahead in real time)
  * is not reported: at t its reader would not have found it. Level-triggered registrations only (poll,
  * select, epoll without EPOLLET/EPOLLONESHOT), which report it again at the next check. The reader's

@@ -43,8 +43,9 @@ TW_EXPORT int pthread_create(pthread_t *restrict th, const pthread_attr_t *restr
 /* A thread that names itself as one of libzmq's background threads ("ZMQbg/IO/0", "ZMQbg/Reaper") takes
  * messages from sockets to its application's threads and back, through mailboxes each signalled by a
  * descriptor, which message stamps carry (message.c). Its clock then stays its own (tw_clock_io_thread):
- * raised to the process's clock, vLLM's API server's event loop was raised to the engine's clock at each
- * output the I/O thread received, whether or not the loop had got to it. */
+ * sharing the process's clock, it raised vLLM's API server's event loop to the engine's clock at each
+ * output it took off the socket, whether or not the loop had got to it (`TIMEWARP_CLAMP_LOG=1` counts
+ * such raises). */
 TW_EXPORT int pthread_setname_np(pthread_t th, const char *name) {
     static int (*real)(pthread_t, const char *);
     if (!real) real = (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");

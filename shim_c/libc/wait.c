@@ -90,52 +90,61 @@ static int poll_sync_on(void) {
     return on;
 }
 
-/* A non-blocking check under the keeper sees what was sent before the thread's time t, and only that:
- * - it waits until no thread of any process can still act before t (tw_tk_sync_now): a writer running
+/* A non-blocking check under the keeper sees what other processes sent before the thread's time t, and
+ * only that:
+ * - it waits until no thread of another process can still act before t (tw_tk_sync_now): a writer running
  *   behind in real time has then written what it writes before t;
  * - descriptors whose unseen data was all written after t are not reported (message.c,
  *   tw_msg_hide_future_*): a writer running ahead in real time does not drag the reader to its clock.
  * What it reports is marked seen: unseen messages hold the run's clock (message.c), which the wait would
  * otherwise sit out. Without the keeper, or with TIMEWARP_POLL_SYNC=0, data found moves the thread to its
- * time where that is later (the rule of blocking waits). */
-static int tw_poll_now(struct pollfd *fds, nfds_t n) {
-    int r = tw_real.poll(fds, n, 0);
+ * time where that is later (the rule of blocking waits). One body for poll and epoll: */
+typedef struct {
+    int (*call)(void *x);                       /* the real call with a zero timeout */
+    int (*hide)(void *x, int r, uint64_t t);    /* drop what was all written after t; the count left */
+    void (*wake)(void *x, int r);               /* look the reported descriptors up (marks them seen) */
+} tw_check_ops;
+
+static int tw_check_now(const tw_check_ops *op, void *x) {
+    int r = op->call(x);
     if (r < 0 || !tw_libc_keeper()) return r;
     tw_libc_bookkeeping_begin();
     uint64_t at, t = tw_libc_now();
     if (!poll_sync_on()) {
-        if (r > 0) { tw_msg_wake_poll(fds, n, r); tw_libc_msg_catch_up(); }
+        if (r > 0) { op->wake(x, r); tw_libc_msg_catch_up(); }
     } else {
-        r = tw_msg_hide_future_poll(fds, n, r, t);
-        if (r > 0) { tw_msg_wake_poll(fds, n, r); (void)tw_msg_wake_resolve(&at); }
-        if (tw_tk_sync_now()) {
-            r = tw_real.poll(fds, n, 0);
-            if (r > 0) r = tw_msg_hide_future_poll(fds, n, r, t);
-            if (r > 0) { tw_msg_wake_poll(fds, n, r); (void)tw_msg_wake_resolve(&at); }
+        for (int pass = 0; pass < 2; pass++) {   /* a second look once the others have caught up */
+            if (r > 0) r = op->hide(x, r, t);
+            if (r > 0) { op->wake(x, r); (void)tw_msg_wake_resolve(&at); }
+            if (pass || !tw_tk_sync_now()) break;
+            r = op->call(x);
+            if (r < 0) break;
         }
     }
     tw_libc_bookkeeping_end();
     return r;
 }
 
+typedef struct { struct pollfd *fds; nfds_t n; } tw_pollnow_ctx;
+static int pollnow_call(void *c) { tw_pollnow_ctx *x = c; return tw_real.poll(x->fds, x->n, 0); }
+static int pollnow_hide(void *c, int r, uint64_t t) { tw_pollnow_ctx *x = c; return tw_msg_hide_future_poll(x->fds, x->n, r, t); }
+static void pollnow_wake(void *c, int r) { tw_pollnow_ctx *x = c; tw_msg_wake_poll(x->fds, x->n, r); }
+static const tw_check_ops pollnow_ops = {pollnow_call, pollnow_hide, pollnow_wake};
+
+static int tw_poll_now(struct pollfd *fds, nfds_t n) {
+    tw_pollnow_ctx x = {fds, n};
+    return tw_check_now(&pollnow_ops, &x);
+}
+
+typedef struct { int epfd; struct epoll_event *ev; int max; const sigset_t *mask; } tw_epollnow_ctx;
+static int epollnow_call(void *c) { tw_epollnow_ctx *x = c; return tw_real.epoll_pwait(x->epfd, x->ev, x->max, 0, x->mask); }
+static int epollnow_hide(void *c, int r, uint64_t t) { tw_epollnow_ctx *x = c; return tw_msg_hide_future_epoll(x->epfd, x->ev, r, t); }
+static void epollnow_wake(void *c, int r) { tw_epollnow_ctx *x = c; tw_msg_wake_epoll(x->epfd, x->ev, r); }
+static const tw_check_ops epollnow_ops = {epollnow_call, epollnow_hide, epollnow_wake};
+
 static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_t *mask) {
-    int r = tw_real.epoll_pwait(epfd, ev, max, 0, mask);
-    if (r < 0 || !tw_libc_keeper()) return r;
-    tw_libc_bookkeeping_begin();
-    uint64_t at, t = tw_libc_now();
-    if (!poll_sync_on()) {
-        if (r > 0) { tw_msg_wake_epoll(epfd, ev, r); tw_libc_msg_catch_up(); }
-    } else {
-        r = tw_msg_hide_future_epoll(epfd, ev, r, t);
-        if (r > 0) { tw_msg_wake_epoll(epfd, ev, r); (void)tw_msg_wake_resolve(&at); }
-        if (tw_tk_sync_now()) {
-            r = tw_real.epoll_pwait(epfd, ev, max, 0, mask);
-            if (r > 0) r = tw_msg_hide_future_epoll(epfd, ev, r, t);
-            if (r > 0) { tw_msg_wake_epoll(epfd, ev, r); (void)tw_msg_wake_resolve(&at); }
-        }
-    }
-    tw_libc_bookkeeping_end();
-    return r;
+    tw_epollnow_ctx x = {epfd, ev, max, mask};
+    return tw_check_now(&epollnow_ops, &x);
 }
 
 TW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
