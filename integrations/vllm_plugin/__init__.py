@@ -79,6 +79,6 @@ def _warn_parallel(core, _result, *args, **kwargs) -> None:
     tp, pp = pc.tensor_parallel_size, pc.pipeline_parallel_size
     if tp > 1 or pp > 1:
         log.warning("timewarp: tensor/pipeline parallelism (TP=%d, PP=%d) runs, but its timing is not validated and "
-                    "looks wrong: 32-token completions of a 100-token prompt at TP=2 took 0.4 to 5.3 s of virtual "
+                    "looks wrong: 32-token completions of a 100-token prompt at TP=2 took 0.4 to 6.4 s of virtual "
                     "time from one request to the next (docs/LIMITATIONS.md). Do not trust its predicted latencies.",
                     tp, pp)
