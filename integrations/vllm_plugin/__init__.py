@@ -72,13 +72,12 @@ def register() -> None:
 
 
 def _warn_parallel(core, _result, *args, **kwargs) -> None:
-    """Tensor and pipeline parallelism run but their timing is not validated, and looks wrong: say so where
-    the user reads the engine's start-up (issue 5: a TP>1 request works or fails clearly, never a silently
-    wrong number)."""
+    """Tensor and pipeline parallelism run, but their timing has not been compared with a real pair: say so
+    where the user reads the engine's start-up (issue 5: a TP>1 request works or fails clearly, never a
+    silently wrong number)."""
     pc = core.vllm_config.parallel_config
     tp, pp = pc.tensor_parallel_size, pc.pipeline_parallel_size
     if tp > 1 or pp > 1:
-        log.warning("timewarp: tensor/pipeline parallelism (TP=%d, PP=%d) runs, but its timing is not validated and "
-                    "looks wrong: 32-token completions of a 100-token prompt at TP=2 took 0.4 to 6.4 s of virtual "
-                    "time from one request to the next (docs/LIMITATIONS.md). Do not trust its predicted latencies.",
+        log.warning("timewarp: tensor/pipeline parallelism (TP=%d, PP=%d) runs, but its predicted timing has not "
+                    "been compared with real GPUs (docs/LIMITATIONS.md): treat its latencies as unvalidated.",
                     tp, pp)

@@ -327,6 +327,17 @@ void tw_libc_block_end(int wake) {
 void tw_libc_bookkeeping_begin(void) { tw_libc_depth++; tw_charge_pause(); }
 void tw_libc_bookkeeping_end(void) { tw_charge_resume(); tw_libc_depth--; }
 
+/* TIMEWARP_POLL_SYNC=0 turns off the busy reader's rule (wait.c, sleep.c's sched_yield): a busy reader then
+ * sees what the machine delivered. */
+int tw_libc_poll_sync_on(void) {
+    static int on = -1;
+    if (on < 0) {
+        const char *v = getenv("TIMEWARP_POLL_SYNC");
+        on = !(v && v[0] == '0' && !v[1]);
+    }
+    return on;
+}
+
 void tw_libc_msg_catch_up(void) {
     uint64_t at = 0;
     if (tw_msg_wake_resolve(&at) != TW_WAKE_AT) return;

@@ -191,6 +191,8 @@ void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) TW
 void tw_msg_forget(long first, long last) TW_HIDDEN;
 /* A non-blocking check found events: move to the stamp of what it found, when known. */
 void tw_libc_msg_catch_up(void) TW_HIDDEN;
+/* the busy reader's rule is on (TIMEWARP_POLL_SYNC, default on) */
+int tw_libc_poll_sync_on(void) TW_HIDDEN;
 /* Around the stamps' bookkeeping: not charged to the program's clock (tw_charge_pause) */
 void tw_libc_bookkeeping_begin(void) TW_HIDDEN;
 void tw_libc_bookkeeping_end(void) TW_HIDDEN;

@@ -80,16 +80,6 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
     return x.r;
 }
 
-/* TIMEWARP_POLL_SYNC=0 turns the rule below off (a busy reader then sees what the machine delivered). */
-static int poll_sync_on(void) {
-    static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TIMEWARP_POLL_SYNC");
-        on = !(v && v[0] == '0' && !v[1]);
-    }
-    return on;
-}
-
 /* A non-blocking check under the keeper sees what other processes sent before the thread's time t, and
  * only that:
  * - it waits until no thread of another process can still act before t (tw_tk_sync_now): a writer running
@@ -110,7 +100,7 @@ static int tw_check_now(const tw_check_ops *op, void *x) {
     if (r < 0 || !tw_libc_keeper()) return r;
     tw_libc_bookkeeping_begin();
     uint64_t at, t = tw_libc_now();
-    if (!poll_sync_on()) {
+    if (!tw_libc_poll_sync_on()) {
         if (r > 0) { op->wake(x, r); tw_libc_msg_catch_up(); }
     } else {
         for (int pass = 0; pass < 2; pass++) {   /* a second look once the others have caught up */
