@@ -142,14 +142,15 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
 
 static void pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
 
-/* The minimum over running clocks and waiting deadlines; *running says whether a running thread set it. */
-static uint64_t scan(tw_tk_shared *k, int *running) {
+/* The minimum over running clocks and waiting deadlines of threads not in process skip_pid (0: none), and
+ * the stamps of messages on their way; *running says whether a running thread (or a message) set it. */
+static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int *running) {
     uint64_t lo = UINT64_MAX;
     *running = 0;
     uint32_t hi = LOAD(&k->hiwater);
     for (uint32_t i = 0; i < hi; i++) {
         tw_tk_slot *s = &k->slots[i];
-        if (!LOAD(&s->tid)) continue;
+        if (!LOAD(&s->tid) || (skip_pid && LOAD(&s->pid) == skip_pid)) continue;
         uint64_t c;
         switch (LOAD(&s->state)) {
         case TW_SLOT_RUN: {
@@ -180,38 +181,14 @@ static uint64_t scan(tw_tk_shared *k, int *running) {
     return lo;
 }
 
+static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, running); }
+
 /* The earliest virtual time at which a thread of a process other than pid can still act (running: its
  * clock; waiting: its deadline; blocked: none), or a message on its way to another reader can be taken:
  * what a thread of pid may still receive from elsewhere before then has been sent. */
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid) {
-    uint64_t lo = UINT64_MAX;
-    uint32_t hi = LOAD(&k->hiwater);
-    for (uint32_t i = 0; i < hi; i++) {
-        tw_tk_slot *s = &k->slots[i];
-        if (!LOAD(&s->tid) || LOAD(&s->pid) == pid) continue;
-        uint64_t c;
-        switch (LOAD(&s->state)) {
-        case TW_SLOT_RUN: {
-            c = LOAD(&s->clock);
-            uint64_t x = LOAD(&s->ext);
-            if (x > c) c = x;
-            break;
-        }
-        case TW_SLOT_SLEEP:
-        case TW_SLOT_TWAIT: c = LOAD(&s->deadline); break;
-        default: continue;
-        }
-        if (c < lo) lo = c;
-    }
-    if (LOAD(&k->npend)) {
-        int64_t now = tw_tk_real_ns();
-        for (uint32_t i = 0; i < TW_TK_PENDS; i++) {
-            tw_tk_pend *e = &k->pends[i];
-            uint64_t key = LOAD(&e->key), c = LOAD(&e->stamp);
-            if (key && now < LOAD(&e->until) && c < lo) lo = c;
-        }
-    }
-    return lo;
+    int running;
+    return scan_except(k, pid, &running);
 }
 
 /* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has

@@ -307,18 +307,25 @@ static void log_fallback(int fd, const char *why) {
     fprintf(stderr, "timewarp: pid %u: wake by fd %d (%s) falls back: %s\n", my_pid(), fd, link, why);
 }
 
-static void tw_msg_wake_fd(int fd, int readable) {
-    if (!readable) return;
+/* A readable descriptor, keyed (kind, kr from fd_lookup), takes part in the wake-up: its latest stamp. */
+static void wake_keyed(int fd, int kind, uint64_t kr) {
     wake.readable = 1;
-    uint64_t kw, kr, t;
-    uint32_t hold;
-    if (!msg_stamps_on()) { wake.unknown = 1; return; }
-    if (fd_lookup(fd, &kw, &kr, &hold, 1) != FD_TRACKED) { wake.unknown = 1; log_fallback(fd, "not tracked"); return; }
+    if (kind != FD_TRACKED) { wake.unknown = 1; log_fallback(fd, "not tracked"); return; }
+    uint64_t t;
     tw_libc_depth++;
     int found = tw_tk_msg_at(kr, &t);
     tw_libc_depth--;
     if (!found) { wake.unknown = 1; log_fallback(fd, "no stamp"); return; }
     if (t > wake.at) wake.at = t;
+}
+
+static void tw_msg_wake_fd(int fd, int readable) {
+    if (!readable) return;
+    if (!msg_stamps_on()) { wake.readable = wake.unknown = 1; return; }
+    uint64_t kw, kr;
+    uint32_t hold;
+    int kind = fd_lookup(fd, &kw, &kr, &hold, 1);
+    wake_keyed(fd, kind, kr);
 }
 
 static void tw_msg_wake_unknown(void) { wake.unknown = 1; wake.readable = 1; }
@@ -418,45 +425,64 @@ void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
 
 /* ---------------------------------------------------------------- a non-blocking check's view */
 /* After a non-blocking check at virtual time t (wait.c, once no thread of another process can act before
- * t any more): a
- * readable descriptor whose unseen data was all written after t (by a thread that ran ahead in real time)
- * is not reported: at t its reader would not have found it. Level-triggered registrations only (poll,
- * select, epoll without EPOLLET/EPOLLONESHOT), which report it again at the next check. The reader's
- * clock then stays where it is: before, such a check moved the reader to the data's time, which dragged a
- * busy event loop to the clock of a process computing ahead of it. Returns the number still reported. */
-static int future_only(int fd, uint64_t t) {
-    uint64_t kw, kr, first;
+ * t any more): a readable descriptor whose unseen data was all written after t (by a thread that ran ahead
+ * in real time) is not reported: at t its reader would not have found it. Level-triggered registrations
+ * only (poll, select, epoll without EPOLLET/EPOLLONESHOT), which report it again at the next check. The
+ * reader's clock then stays where it is: before, such a check moved the reader to the data's time, which
+ * dragged a busy event loop to the clock of a process computing ahead of it. The descriptors still
+ * reported take part in the wake-up as a wait's do (tw_msg_wake_resolve), each keyed once for both.
+ * Returns the number still reported. */
+
+/* Readable fd, which may be hidden (hideable): 1 if it is (its data all written after t), else 0 and its
+ * stamp taken into the wake-up. *kind and *kr: its keys, for a caller that records it anyway. */
+static int view_fd(int fd, int hideable, uint64_t t, int *kind, uint64_t *kr) {
+    uint64_t kw, first;
     uint32_t hold;
-    if (fd_lookup(fd, &kw, &kr, &hold, 1) != FD_TRACKED) return 0;
-    tw_libc_depth++;
-    int found = tw_tk_msg_first_at(kr, &first);
-    tw_libc_depth--;
-    return found && first > t;
+    *kind = fd_lookup(fd, &kw, kr, &hold, 1);
+    if (hideable && *kind == FD_TRACKED) {
+        tw_libc_depth++;
+        int found = tw_tk_msg_first_at(*kr, &first);
+        tw_libc_depth--;
+        if (found && first > t) return 1;
+    }
+    wake_keyed(fd, *kind, *kr);
+    return 0;
 }
 
 #define READ_EVENTS (POLLIN | POLLRDNORM | POLLRDBAND | POLLPRI)
-int tw_msg_hide_future_poll(struct pollfd *fds, unsigned long n, int r, uint64_t t) {
-    if (r <= 0 || !msg_stamps_on()) return r;
+#define WAKE_EVENTS (POLLIN | POLLPRI | POLLHUP | POLLERR | POLLRDHUP | POLLNVAL)
+int tw_msg_view_poll(struct pollfd *fds, unsigned long n, int r, uint64_t t) {
+    if (!msg_stamps_on()) { tw_msg_wake_poll(fds, n, r); return r; }
+    tw_msg_wake_reset();
     for (nfds_t i = 0; i < n; i++) {
         short rev = fds[i].revents;
-        if (fds[i].fd < 0 || !(rev & READ_EVENTS) || (rev & (POLLHUP | POLLERR | POLLNVAL))) continue;
-        if (!future_only(fds[i].fd, t)) continue;
+        if (fds[i].fd < 0 || !(rev & WAKE_EVENTS)) continue;
+        int hideable = (rev & READ_EVENTS) && !(rev & (POLLHUP | POLLERR | POLLNVAL)), kind;
+        uint64_t kr;
+        if (!view_fd(fds[i].fd, hideable, t, &kind, &kr)) continue;
         fds[i].revents = (short)(rev & ~READ_EVENTS);
         if (!fds[i].revents) r--;
+        else if (fds[i].revents & POLLRDHUP) wake_keyed(fds[i].fd, kind, kr);
     }
     return r;
 }
 
-int tw_msg_hide_future_epoll(int epfd, struct epoll_event *ev, int r, uint64_t t) {
-    if (r <= 0 || !msg_stamps_on()) return r;
+int tw_msg_view_epoll(int epfd, struct epoll_event *ev, int r, uint64_t t) {
+    if (!msg_stamps_on()) { tw_msg_wake_epoll(epfd, ev, r); return r; }
+    tw_msg_wake_reset();
     int out = 0;
     for (int i = 0; i < r; i++) {
         uint32_t e = ev[i].events;
-        int level, fd = -1;
-        if ((e & (EPOLLIN | EPOLLPRI)) && !(e & (EPOLLHUP | EPOLLERR))) fd = ep_event_fd(epfd, &ev[i], &level);
-        if (fd >= 0 && level && future_only(fd, t)) {
-            e &= ~(uint32_t)(EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
-            if (!(e & (EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND))) continue;   /* nothing left to report */
+        if (e & (EPOLLIN | EPOLLPRI | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
+            int level, kind;
+            uint64_t kr;
+            int fd = ep_event_fd(epfd, &ev[i], &level);
+            if (fd < 0) { tw_msg_wake_unknown(); log_fallback(epfd, "epoll data not mapped"); }
+            else if (view_fd(fd, level && (e & (EPOLLIN | EPOLLPRI)) && !(e & (EPOLLHUP | EPOLLERR)), t, &kind, &kr)) {
+                e &= ~(uint32_t)(EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
+                if (!(e & (EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND))) continue;   /* nothing left to report */
+                if (e & EPOLLRDHUP) wake_keyed(fd, kind, kr);
+            }
         }
         ev[out] = ev[i];
         ev[out].events = e;

@@ -85,14 +85,15 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
  * - it waits until no thread of another process can still act before t (tw_tk_sync_now): a writer running
  *   behind in real time has then written what it writes before t;
  * - descriptors whose unseen data was all written after t are not reported (message.c,
- *   tw_msg_hide_future_*): a writer running ahead in real time does not drag the reader to its clock.
+ *   tw_msg_view_*): a writer running ahead in real time does not drag the reader to its clock.
  * What it reports is marked seen: unseen messages hold the run's clock (message.c), which the wait would
  * otherwise sit out. Without the keeper, or with TIMEWARP_POLL_SYNC=0, data found moves the thread to its
  * time where that is later (the rule of blocking waits). One body for poll and epoll: */
 typedef struct {
     int (*call)(void *x);                       /* the real call with a zero timeout */
-    int (*hide)(void *x, int r, uint64_t t);    /* drop what was all written after t; the count left */
-    void (*wake)(void *x, int r);               /* look the reported descriptors up (marks them seen) */
+    int (*view)(void *x, int r, uint64_t t);    /* drop what was all written after t, look the rest up
+                                                 * (marks it seen); the count left */
+    void (*wake)(void *x, int r);               /* look the reported descriptors up (the rule off) */
 } tw_check_ops;
 
 static int tw_check_now(const tw_check_ops *op, void *x) {
@@ -104,8 +105,7 @@ static int tw_check_now(const tw_check_ops *op, void *x) {
         if (r > 0) { op->wake(x, r); tw_libc_msg_catch_up(); }
     } else {
         for (int pass = 0; pass < 2; pass++) {   /* a second look once the others have caught up */
-            if (r > 0) r = op->hide(x, r, t);
-            if (r > 0) { op->wake(x, r); (void)tw_msg_wake_resolve(&at); }
+            if (r > 0) { r = op->view(x, r, t); (void)tw_msg_wake_resolve(&at); }
             if (pass || !tw_tk_sync_now()) break;
             r = op->call(x);
             if (r < 0) break;
@@ -117,9 +117,9 @@ static int tw_check_now(const tw_check_ops *op, void *x) {
 
 typedef struct { struct pollfd *fds; nfds_t n; } tw_pollnow_ctx;
 static int pollnow_call(void *c) { tw_pollnow_ctx *x = c; return tw_real.poll(x->fds, x->n, 0); }
-static int pollnow_hide(void *c, int r, uint64_t t) { tw_pollnow_ctx *x = c; return tw_msg_hide_future_poll(x->fds, x->n, r, t); }
+static int pollnow_view(void *c, int r, uint64_t t) { tw_pollnow_ctx *x = c; return tw_msg_view_poll(x->fds, x->n, r, t); }
 static void pollnow_wake(void *c, int r) { tw_pollnow_ctx *x = c; tw_msg_wake_poll(x->fds, x->n, r); }
-static const tw_check_ops pollnow_ops = {pollnow_call, pollnow_hide, pollnow_wake};
+static const tw_check_ops pollnow_ops = {pollnow_call, pollnow_view, pollnow_wake};
 
 static int tw_poll_now(struct pollfd *fds, nfds_t n) {
     tw_pollnow_ctx x = {fds, n};
@@ -128,9 +128,9 @@ static int tw_poll_now(struct pollfd *fds, nfds_t n) {
 
 typedef struct { int epfd; struct epoll_event *ev; int max; const sigset_t *mask; } tw_epollnow_ctx;
 static int epollnow_call(void *c) { tw_epollnow_ctx *x = c; return tw_real.epoll_pwait(x->epfd, x->ev, x->max, 0, x->mask); }
-static int epollnow_hide(void *c, int r, uint64_t t) { tw_epollnow_ctx *x = c; return tw_msg_hide_future_epoll(x->epfd, x->ev, r, t); }
+static int epollnow_view(void *c, int r, uint64_t t) { tw_epollnow_ctx *x = c; return tw_msg_view_epoll(x->epfd, x->ev, r, t); }
 static void epollnow_wake(void *c, int r) { tw_epollnow_ctx *x = c; tw_msg_wake_epoll(x->epfd, x->ev, r); }
-static const tw_check_ops epollnow_ops = {epollnow_call, epollnow_hide, epollnow_wake};
+static const tw_check_ops epollnow_ops = {epollnow_call, epollnow_view, epollnow_wake};
 
 static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_t *mask) {
     tw_epollnow_ctx x = {epfd, ev, max, mask};

@@ -1,5 +1,5 @@
 """A busy reader's non-blocking check at virtual time t does not report data written after t by a writer
-that ran ahead in real time (shim_c/libc/message.c, tw_msg_hide_future_*), and reports it once its own
+that ran ahead in real time (shim_c/libc/message.c, tw_msg_view_*), and reports it once its own
 time has passed the write.
 
 The writer computes alone on CPU 0 for 40 ms of virtual time, then writes one byte. The reader computes at
