@@ -147,6 +147,9 @@ def register() -> None:
     _wrap(sched, "Scheduler", "update_from_output", "sched.update", _update_detail)
     _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute", before=_gpu_mark_start)
     _wrap(runner, "GPUModelRunner", "sample_tokens", "runner.sample", after=_gpu_mark_end)
+    # a request's arrival in the API server (its handler is a coroutine function: the call returns at once)
+    _wrap("vllm.entrypoints.openai.completion.serving", "OpenAIServingCompletion", "create_completion",
+          "api.request")
     _wrap("vllm.v1.engine.input_processor", "InputProcessor", "process_inputs", "api.inputs")
     _wrap("vllm.v1.engine.output_processor", "OutputProcessor", "process_outputs", "api.outputs",
           _outputs_detail)

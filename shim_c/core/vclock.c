@@ -177,19 +177,22 @@ void tw_charge_forgive(uint64_t ns) {
 /* TIMEWARP_CLAMP_LOG=1 (a diagnostic): how much virtual time each thread's readings gained from being
  * raised to the process's highest time, printed at exit, per thread name. */
 #define CLAMP_THREADS 64
-static struct { _Atomic int tid; char name[16]; _Atomic uint64_t n, ns; } clamp_tab[CLAMP_THREADS];
+static struct { _Atomic int tid; char name[16]; _Atomic uint64_t n, ns, lost_n, lost_ns; } clamp_tab[CLAMP_THREADS];
 static int clamp_on = -1;
 static __thread int clamp_idx = -1;
 
 static void clamp_report(void) {
     for (int i = 0; i < CLAMP_THREADS; i++)
         if (atomic_load(&clamp_tab[i].tid))
-            tw_log("pid %d thread %d (%s): %llu readings raised to the process clock, %.3f ms in all", (int)getpid(),
+            tw_log("pid %d thread %d (%s): %llu readings raised to the process clock, %.3f ms in all; %llu wake-ups "
+                   "from a call the keeper found blocked raised to the run's clock, %.3f ms in all", (int)getpid(),
                    atomic_load(&clamp_tab[i].tid), clamp_tab[i].name,
-                   (unsigned long long)atomic_load(&clamp_tab[i].n), atomic_load(&clamp_tab[i].ns) / 1e6);
+                   (unsigned long long)atomic_load(&clamp_tab[i].n), atomic_load(&clamp_tab[i].ns) / 1e6,
+                   (unsigned long long)atomic_load(&clamp_tab[i].lost_n), atomic_load(&clamp_tab[i].lost_ns) / 1e6);
 }
 
-static void clamp_note(uint64_t gain) {
+/* lost: the raise of a thread the keeper found blocked in a call the shim does not know (to the run's clock) */
+static void clamp_note(uint64_t gain, int lost, uint64_t to) {
     if (__builtin_expect(clamp_on == 0, 1)) return;
     if (clamp_on < 0) {
         const char *v = getenv("TIMEWARP_CLAMP_LOG");
@@ -208,6 +211,17 @@ static void clamp_note(uint64_t gain) {
         }
         if (clamp_idx < 0) return;
     }
+    if (lost) {
+        atomic_fetch_add(&clamp_tab[clamp_idx].lost_n, 1);
+        atomic_fetch_add(&clamp_tab[clamp_idx].lost_ns, gain);
+        if (gain > 2000000) tw_log("pid %d thread %d (%s): woken from a call the keeper found blocked, raised "
+                                   "%.3f ms to the run's clock (%.3f ms)", (int)getpid(), atomic_load(&clamp_tab[clamp_idx].tid),
+                                   clamp_tab[clamp_idx].name, gain / 1e6, (epoch_monotonic + to) / 1e6);
+        return;
+    }
+    if (gain > 2000000) tw_log("pid %d thread %d (%s): reading raised %.3f ms to the process clock (%.3f ms)",
+                               (int)getpid(), atomic_load(&clamp_tab[clamp_idx].tid), clamp_tab[clamp_idx].name,
+                               gain / 1e6, (epoch_monotonic + to) / 1e6);
     atomic_fetch_add(&clamp_tab[clamp_idx].n, 1);
     atomic_fetch_add(&clamp_tab[clamp_idx].ns, gain);
 }
@@ -239,7 +253,7 @@ uint64_t tw_now(void) {
     /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now */
     double f = tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed;
     uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
-    if (t < g && !thread_io_only) { clamp_note(g - t); t = g; }
+    if (t < g && !thread_io_only) { clamp_note(g - t, 0, g); t = g; }
     if (tw_tk && !thread_private) {
         tw_tk_slot *s = tw_tk_thread_slot(t);
         if (s) {
@@ -247,7 +261,7 @@ uint64_t tw_now(void) {
                 /* the keeper saw this thread blocked in a call the shim does not know: it woke because
                  * something happened, no earlier than anything that happened anywhere */
                 uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
-                if (t < m) t = m;
+                if (t < m) { clamp_note(m - t, 1, m); t = m; }
                 __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
                 __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
             }
@@ -328,7 +342,7 @@ void tw_tk_twait_begin(uint64_t deadline) {
      * process, so it goes on no earlier than the run's latest time, as a clock reading would. */
     if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TW_SLOT_LOST) {
         uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
-        if (thread_now < m) { thread_now = m; if (shares_process_clock()) publish(m); }
+        if (thread_now < m) { clamp_note(m - thread_now, 1, m); thread_now = m; if (shares_process_clock()) publish(m); }
     }
     s->deadline = deadline;
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
