@@ -65,6 +65,8 @@ def register() -> None:
     from ._hooks import after_method
     flashinfer_sampling.install()
     host_results.install()
+    from .. import executor_clock
+    executor_clock.install()   # the API server's tokenizer pool
     step_context.install()
     # EngineCore.__init__ loads the plugins itself, then sizes the KV caches: the first hook that fires there
     after_method("vllm.v1.engine.core", "EngineCore", "_initialize_kv_caches", _warn_parallel,

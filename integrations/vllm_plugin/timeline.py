@@ -150,6 +150,8 @@ def register() -> None:
     # a request's arrival in the API server (its handler is a coroutine function: the call returns at once)
     _wrap("vllm.entrypoints.openai.completion.serving", "OpenAIServingCompletion", "create_completion",
           "api.request")
+    # the prompt's tokenization, in the API server's one-thread pool (integrations/executor_clock.py)
+    _wrap("vllm.renderers.base", "BaseRenderer", "_encode", "api.tokenize")
     _wrap("vllm.v1.engine.input_processor", "InputProcessor", "process_inputs", "api.inputs")
     _wrap("vllm.v1.engine.output_processor", "OutputProcessor", "process_outputs", "api.outputs",
           _outputs_detail)

@@ -295,6 +295,15 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
     }
 }
 
+/* Raise the calling thread's clock to t (a result it takes was produced at t by a thread whose clock is its
+ * own: integrations/executor_clock.py); no-op if it is already there. Returns the thread's time. */
+uint64_t tw_clock_raise(uint64_t t) {
+    uint64_t now = tw_now();
+    if (t <= now) return now;
+    resume_at(keeper_slot(), t);
+    return t;
+}
+
 /* A wait that only time ends (a GPU completion, a sleep): with a time keeper, until its clock reaches t,
  * that is until no thread of any process can act before t; without one, at once. */
 void tw_wait_until(uint64_t t) {

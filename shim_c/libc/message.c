@@ -82,6 +82,8 @@ static uint64_t hash_bytes(const void *p, size_t n) {
 }
 
 enum { FD_UNKNOWN = 0, FD_UNTRACKED = 1, FD_TRACKED = 2 };
+/* hold: 0 a channel whose messages do not hold the clock (pipes), 1 one whose do, HOLD_SIGNAL an eventfd */
+enum { HOLD_SIGNAL = 2 };
 typedef struct { uint32_t kind, pid, hold, pad; uint64_t kw, kr, ino; } fd_keys;
 #define FD_CACHE 16384
 static fd_keys fd_cache[FD_CACHE];
@@ -213,7 +215,7 @@ static int classify(int fd, uint64_t *kw, uint64_t *kr, uint32_t *hold, uint64_t
         link[n] = 0;
         if (strcmp(link, "anon_inode:[eventfd]") != 0) return FD_UNTRACKED;
         *kw = *kr = mix(mix('E', my_pid()), (uint64_t)fd);
-        *hold = 1;
+        *hold = HOLD_SIGNAL;
         return FD_TRACKED;
     }
     default:
@@ -307,13 +309,26 @@ static void log_fallback(int fd, const char *why) {
     fprintf(stderr, "timewarp: pid %u: wake by fd %d (%s) falls back: %s\n", my_pid(), fd, link, why);
 }
 
-/* A readable descriptor, keyed (kind, kr from fd_lookup), takes part in the wake-up: its latest stamp. */
-static void wake_keyed(int fd, int kind, uint64_t kr) {
+/* A readable descriptor, keyed (kind, kr and hold from fd_lookup), takes part in the wake-up: its latest
+ * stamp; for an eventfd (hold == HOLD_SIGNAL), its earliest unseen one. An eventfd carries no data, only
+ * "look": a reader waiting on it would have woken at the first signal, and what it then finds in memory
+ * carries its own time where it matters (integrations/executor_clock.py: each result raises the loop to
+ * its finish time). At the latest signal, an event loop that ran late in real time took every pending
+ * result at the last one's time, in one clump. TIMEWARP_SIGNAL_FIRST=0: the latest, as for data. */
+static int signal_first_on(void) {
+    static int on = -1;
+    if (on < 0) { const char *v = getenv("TIMEWARP_SIGNAL_FIRST"); on = !(v && v[0] == '0' && !v[1]); }
+    return on;
+}
+
+static void wake_keyed(int fd, int kind, uint64_t kr, uint32_t hold) {
     wake.readable = 1;
     if (kind != FD_TRACKED) { wake.unknown = 1; log_fallback(fd, "not tracked"); return; }
-    uint64_t t;
+    uint64_t t, latest;
     tw_libc_depth++;
-    int found = tw_tk_msg_at(kr, &t);
+    int found = hold == HOLD_SIGNAL && signal_first_on() && tw_tk_msg_first_at(kr, &t)
+                    ? (tw_tk_msg_at(kr, &latest), 1)   /* marks it seen */
+                    : tw_tk_msg_at(kr, &t);
     tw_libc_depth--;
     if (!found) { wake.unknown = 1; log_fallback(fd, "no stamp"); return; }
     if (t > wake.at) wake.at = t;
@@ -325,7 +340,7 @@ static void tw_msg_wake_fd(int fd, int readable) {
     uint64_t kw, kr;
     uint32_t hold;
     int kind = fd_lookup(fd, &kw, &kr, &hold, 1);
-    wake_keyed(fd, kind, kr);
+    wake_keyed(fd, kind, kr, hold);
 }
 
 static void tw_msg_wake_unknown(void) { wake.unknown = 1; wake.readable = 1; }
@@ -435,17 +450,16 @@ void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
 
 /* Readable fd, which may be hidden (hideable): 1 if it is (its data all written after t), else 0 and its
  * stamp taken into the wake-up. *kind and *kr: its keys, for a caller that records it anyway. */
-static int view_fd(int fd, int hideable, uint64_t t, int *kind, uint64_t *kr) {
+static int view_fd(int fd, int hideable, uint64_t t, int *kind, uint64_t *kr, uint32_t *hold) {
     uint64_t kw, first;
-    uint32_t hold;
-    *kind = fd_lookup(fd, &kw, kr, &hold, 1);
+    *kind = fd_lookup(fd, &kw, kr, hold, 1);
     if (hideable && *kind == FD_TRACKED) {
         tw_libc_depth++;
         int found = tw_tk_msg_first_at(*kr, &first);
         tw_libc_depth--;
         if (found && first > t) return 1;
     }
-    wake_keyed(fd, *kind, *kr);
+    wake_keyed(fd, *kind, *kr, *hold);
     return 0;
 }
 
@@ -459,10 +473,11 @@ int tw_msg_view_poll(struct pollfd *fds, unsigned long n, int r, uint64_t t) {
         if (fds[i].fd < 0 || !(rev & WAKE_EVENTS)) continue;
         int hideable = (rev & READ_EVENTS) && !(rev & (POLLHUP | POLLERR | POLLNVAL)), kind;
         uint64_t kr;
-        if (!view_fd(fds[i].fd, hideable, t, &kind, &kr)) continue;
+        uint32_t hold;
+        if (!view_fd(fds[i].fd, hideable, t, &kind, &kr, &hold)) continue;
         fds[i].revents = (short)(rev & ~READ_EVENTS);
         if (!fds[i].revents) r--;
-        else if (fds[i].revents & POLLRDHUP) wake_keyed(fds[i].fd, kind, kr);
+        else if (fds[i].revents & POLLRDHUP) wake_keyed(fds[i].fd, kind, kr, hold);
     }
     return r;
 }
@@ -476,12 +491,13 @@ int tw_msg_view_epoll(int epfd, struct epoll_event *ev, int r, uint64_t t) {
         if (e & (EPOLLIN | EPOLLPRI | EPOLLHUP | EPOLLERR | EPOLLRDHUP)) {
             int level, kind;
             uint64_t kr;
+            uint32_t hold;
             int fd = ep_event_fd(epfd, &ev[i], &level);
             if (fd < 0) { tw_msg_wake_unknown(); log_fallback(epfd, "epoll data not mapped"); }
-            else if (view_fd(fd, level && (e & (EPOLLIN | EPOLLPRI)) && !(e & (EPOLLHUP | EPOLLERR)), t, &kind, &kr)) {
+            else if (view_fd(fd, level && (e & (EPOLLIN | EPOLLPRI)) && !(e & (EPOLLHUP | EPOLLERR)), t, &kind, &kr, &hold)) {
                 e &= ~(uint32_t)(EPOLLIN | EPOLLPRI | EPOLLRDNORM | EPOLLRDBAND);
                 if (!(e & (EPOLLOUT | EPOLLWRNORM | EPOLLWRBAND))) continue;   /* nothing left to report */
-                if (e & EPOLLRDHUP) wake_keyed(fd, kind, kr);
+                if (e & EPOLLRDHUP) wake_keyed(fd, kind, kr, hold);
             }
         }
         ev[out] = ev[i];

@@ -1,0 +1,135 @@
+"""Work an event loop hands to a thread pool (`loop.run_in_executor`) keeps its own clock, and its result
+reaches the loop at the virtual time it was produced.
+
+Why: a process's threads share its clock (every reading is raised to the highest time any of its threads
+reached: shim_c/core/vclock.c). vLLM's API server tokenizes each prompt in a one-thread pool while its event
+loop goes on. On the real host the two run side by side, and a burst of 16 requests reaches the engine one
+every ~2.5 ms, as each prompt's tokens come out of the pool. On the 2-core emulation host the pool's thread
+often gets ahead of the loop in real time; the loop's readings were then raised to the pool thread's
+latest time, so it took prompt 2 when prompt 15 was done: the burst reached the engine in two clumps 15-40
+ms apart, and which engine step each request joined (its TTFT) changed from run to run.
+
+How: the first time a pool thread runs such work it becomes a thread with its own clock (tw_clock_io_thread:
+its readings are neither raised to nor raise the process's clock). The function's end time is noted, and
+the coroutine that takes the result is raised to it (tw_clock_raise) as it takes it (_TimedFuture). The
+pool's wake-up of the loop is an eventfd under uvloop, whose wait resumes at its first unseen signal
+(shim_c/libc/message.c); asyncio's own loop wakes by a socket, at its latest write.
+TIMEWARP_EXECUTOR_CLOCK=0 leaves pool threads on the process's clock.
+Not covered: a pool thread keeps its own clock once it has run such work, so work later given to the same
+pool with submit() and waited for with result() by another thread does not raise that thread (it resumes
+at its process's clock); the work's own side effects (a queue it fills) carry no time either.
+"""
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import ctypes
+import os
+import threading
+
+_local = threading.local()
+_core = None
+_installed = False
+
+
+def _lib():
+    global _core
+    if _core is None:
+        core = ctypes.CDLL(None)   # libtimewarp.so is preloaded: its symbols are global
+        core.tw_now.restype = ctypes.c_uint64
+        core.tw_clock_raise.restype = ctypes.c_uint64
+        core.tw_clock_raise.argtypes = [ctypes.c_uint64]
+        _core = core
+    return _core
+
+
+def _timed(box: list, func, *args):
+    core = _lib()
+    if not getattr(_local, "own", False):
+        core.tw_clock_io_thread()
+        _local.own = True
+    try:
+        return func(*args)
+    finally:
+        box.append(core.tw_now())
+
+
+class _TimedFuture(asyncio.Future):
+    """The loop's side of the pool's work: the coroutine that takes the result (await or result()) is
+    raised to the time the pool finished it, at that moment. Raising when the result arrives instead
+    (in a callback) raised the loop past results it had not taken yet: the loop runs every ready
+    callback of an iteration before any coroutine resumes."""
+    _tw_time = 0
+
+    def _tw_raise(self) -> None:
+        if self._tw_time:
+            _lib().tw_clock_raise(self._tw_time)
+
+    def result(self):
+        r = super().result()
+        self._tw_raise()
+        return r
+
+    def __await__(self):
+        r = yield from super().__await__()   # the C future's iterator reads the result without result()
+        self._tw_raise()
+        return r
+
+    __iter__ = __await__
+
+
+def _wrap_run_in_executor(orig):
+    def run_in_executor(self, executor, func, *args):
+        if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
+            return orig(self, executor, func, *args)
+        box: list = []
+        inner = orig(self, executor, _timed, box, func, *args)
+        outer = _TimedFuture(loop=self)
+
+        def settle(f):
+            if outer.done():
+                return
+            if box:
+                outer._tw_time = box[-1]
+            if f.cancelled():
+                outer.cancel()
+            elif f.exception() is not None:
+                outer.set_exception(f.exception())
+            else:
+                outer.set_result(f.result())
+
+        inner.add_done_callback(settle)
+        outer.add_done_callback(lambda o: inner.cancel() if o.cancelled() else None)
+        return outer
+
+    run_in_executor._timewarp_executor_clock = True
+    return run_in_executor
+
+
+def _patch(cls) -> None:
+    orig = cls.run_in_executor
+    if not getattr(orig, "_timewarp_executor_clock", False):
+        cls.run_in_executor = _wrap_run_in_executor(orig)
+
+
+def install() -> bool:
+    """Patch asyncio's and uvloop's run_in_executor (idempotent). False when turned off or not emulated."""
+    global _installed
+    if _installed:
+        return True
+    if os.environ.get("TIMEWARP_EXECUTOR_CLOCK") == "0":
+        return False
+    try:
+        core = _lib()
+        core.tw_clock_raise   # noqa: B018 - a shim without it (an older build): leave the program as it is
+    except (OSError, AttributeError):
+        return False
+    import asyncio.base_events
+    _patch(asyncio.base_events.BaseEventLoop)
+    try:
+        import uvloop
+        _patch(uvloop.Loop)
+    except ImportError:
+        pass
+    _installed = True
+    return True
