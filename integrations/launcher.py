@@ -482,7 +482,12 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
         try:
             rc = run_child(argv, env)
         finally:
+            expired = 0
             if coord is not None:
+                try:
+                    expired = coord.clock.status().get("holds_expired", 0)
+                except Exception:   # a status the keeper could not give: the run's results stand
+                    pass
                 coord.close()
                 pace = coord.clock.pace_summary
                 coord = None
@@ -495,6 +500,11 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
             elif lines and pace:
                 lines.append(f"  host pace: CPU time here charged x{pace['mean']:.2f} on average (p10 "
                              f"{pace['p10']:.2f}, p90 {pace['p90']:.2f}; coordinator/pace.py)")
+            if lines and expired and env.get("TIMEWARP_MSG_LOG") == "1":
+                # a channel read without a wait (a blocking recv, a read of data already there) is never
+                # marked seen: its hold runs out too, so this counts more than readers that ran late
+                lines.append(f"  messages: {expired} holds ran out before a wait saw their message "
+                             f"(TIMEWARP_MSG_HOLD_US; shim_c/libc/message.c)")
             if lines:
                 if report is not None:
                     lines.append(f"  report: {rep.path}")

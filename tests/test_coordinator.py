@@ -161,10 +161,12 @@ def test_event_loop_takes_pool_results_at_their_finish_times():
     finish, and every result is taken there: vLLM's API server sent a burst of tokenized requests to the
     engine in clumps 15-40 ms apart this way, where the real host sends one every 2-3 ms."""
     on = _executor_results("on")
-    gaps = [s - f for s, f in zip(on["seen"], on["finished"])]
-    assert all(g >= 0 for g in gaps) and all(g < 1.0 for g in gaps[1:]), gaps
-    # the first may wait for the loop's own clock (GIL waits time out on it), never for the last piece
-    assert on["seen"][0] < on["finished"][-1] - 10, on
+    seen, fin = on["seen"], on["finished"]
+    assert all(s >= f for s, f in zip(seen, fin)), on
+    # each taken at its finish, or just after the loop's previous take (its own clock moves too: waiting
+    # for the GIL, it times out on the virtual clock), never at the last piece's finish
+    assert all(seen[k] < max(fin[k], seen[k - 1]) + 1.0 for k in range(1, len(seen))), on
+    assert seen[0] < (fin[0] + fin[-1]) / 2, on
     off = _executor_results("off")
     assert all(s >= off["finished"][-1] - 0.5 for s in off["seen"]), off
 

@@ -140,7 +140,7 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
     __atomic_sub_fetch(&k->sleepers, 1, __ATOMIC_ACQ_REL);
 }
 
-static void pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
+static int pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
 
 /* The minimum over running clocks and waiting deadlines of threads not in process skip_pid (0: none), and
  * the stamps of messages on their way; *running says whether a running thread (or a message) set it. */
@@ -173,7 +173,10 @@ static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int *running) {
             tw_tk_pend *e = &k->pends[i];
             uint64_t key = LOAD(&e->key);
             if (!key) continue;
-            if (now >= LOAD(&e->until)) { pend_free(k, e, key); continue; }
+            if (now >= LOAD(&e->until)) {
+                if (pend_free(k, e, key)) __atomic_add_fetch(&k->holds_expired, 1, __ATOMIC_RELAXED);
+                continue;
+            }
             uint64_t c = LOAD(&e->stamp);
             if (c < lo) { lo = c; *running = 1; }
         }
@@ -328,11 +331,11 @@ void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until) {
     }
 }
 
-static void pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key) {
-    if (__atomic_compare_exchange_n(&e->key, &key, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-        __atomic_sub_fetch(&k->npend, 1, __ATOMIC_ACQ_REL);
-        __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
-    }
+static int pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key) {
+    if (!__atomic_compare_exchange_n(&e->key, &key, 0, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) return 0;
+    __atomic_sub_fetch(&k->npend, 1, __ATOMIC_ACQ_REL);
+    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
+    return 1;
 }
 
 void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key) {

@@ -170,9 +170,10 @@ static const char *state_name(uint32_t st) {
 EXPORT int tw_keeper_status(tw_tk_shared *k, char *buf, int len) {
     int n = 0;
 #define OUT(...) do { int w_ = snprintf(buf + (n < len ? n : len), n < len ? (size_t)(len - n) : 0, __VA_ARGS__); n += w_ > 0 ? w_ : 0; } while (0)
-    OUT("{\"safe_ns\": %llu, \"max_now_ns\": %llu, \"jumps\": %llu, \"aborted\": %u, \"pace\": %.3f, \"threads\": [",
+    OUT("{\"safe_ns\": %llu, \"max_now_ns\": %llu, \"jumps\": %llu, \"holds_expired\": %u, \"aborted\": %u, "
+        "\"pace\": %.3f, \"threads\": [",
         (unsigned long long)LOAD(&k->safe), (unsigned long long)LOAD(&k->max_now),
-        (unsigned long long)LOAD(&k->jumps), LOAD(&k->aborted), tw_tk_pace(k, -1, 0.0));
+        (unsigned long long)LOAD(&k->jumps), LOAD(&k->holds_expired), LOAD(&k->aborted), tw_tk_pace(k, -1, 0.0));
     uint32_t hi = LOAD(&k->hiwater);
     int first = 1;
     for (uint32_t i = 0; i < hi; i++) {

@@ -19,7 +19,7 @@ if sys.argv[1:] != ["off"]:
     assert executor_clock.install(), "executor_clock did not install (not under timewarp run?)"
 
 N = 8
-DATA = bytes(4 << 20)          # hashing 4 MiB: a few ms of CPU, the GIL released
+DATA = bytes(16 << 20)         # hashing 16 MiB: several ms of CPU, the GIL released
 core = ctypes.CDLL(None)
 pool = ThreadPoolExecutor(max_workers=1)
 done = []
