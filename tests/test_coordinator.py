@@ -163,10 +163,11 @@ def test_event_loop_takes_pool_results_at_their_finish_times():
     on = _executor_results("on")
     seen, fin = on["seen"], on["finished"]
     assert all(s >= f for s, f in zip(seen, fin)), on
-    # each taken at its finish, or just after the loop's previous take (its own clock moves too: waiting
-    # for the GIL, it times out on the virtual clock), never at the last piece's finish
-    assert all(seen[k] < max(fin[k], seen[k - 1]) + 1.0 for k in range(1, len(seen))), on
-    assert seen[0] < (fin[0] + fin[-1]) / 2, on
+    # each taken at its finish, or where the loop's own clock already was: it moves while the loop lags,
+    # since its waits for the GIL time out on the virtual clock while the pool thread, ahead in virtual
+    # time, holds it (an artefact of threads on their own clocks sharing one lock)
+    assert all(seen[k] < max(fin[k], seen[0]) + 1.0 for k in range(1, len(seen))), on
+    assert seen[-2] < fin[-1] - 1.0, on   # the last but one before the last piece was done
     off = _executor_results("off")
     assert all(s >= off["finished"][-1] - 0.5 for s in off["seen"]), off
 
