@@ -32,7 +32,9 @@ wall_marks() {
 }
 . "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
 t0=$(real)
-$PY -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port $PORT > "$OUT/serve.log" 2>&1 &
+# SERVE_ARGS: more `vllm serve` arguments (word-split), as real_vllm_baseline.sh takes them; with
+# "--tensor-parallel-size 2", run under `timewarp run --gpus 2`
+$PY -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port $PORT ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
 srv=$!
 until $PY -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=2).status==200 else 1)" 2>/dev/null; do
   kill -0 $srv 2>/dev/null || { echo "server died"; tail -20 "$OUT/serve.log"; exit 3; }

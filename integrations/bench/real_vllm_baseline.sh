@@ -10,6 +10,7 @@
 #
 # Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
 #      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time),
+#      SERVE_ARGS (more `vllm serve` arguments, e.g. "--tensor-parallel-size 2"),
 #      PROFILE_CASES (default none): cases run first, under vLLM's torch profiler (PROFILE_DELAY steps into
 #      the case, PROFILE_STEPS steps) with other prompts (--seed 7: no prefix-cache hit for the later
 #      cases), their GPU activities -> prof_kernels_caseK.csv.gz (predictors/calibration/profile_kernels.py),
@@ -35,7 +36,8 @@ prof_args=()
 if [ -n "$PROFILE_CASES" ]; then
   prof_args=(--profiler-config "{\"profiler\": \"torch\", \"torch_profiler_dir\": \"/tmp/prof\", \"torch_profiler_with_stack\": false, \"ignore_frontend\": true, \"delay_iterations\": ${PROFILE_DELAY:-100}, \"max_iterations\": ${PROFILE_STEPS:-30}}")
 fi
-python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 "${prof_args[@]}" > "$OUT/serve.log" 2>&1 &
+# SERVE_ARGS: more `vllm serve` arguments (word-split), e.g. "--tensor-parallel-size 2"
+python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 "${prof_args[@]}" ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
 srv=$!
 note "server pid $srv started"
 
