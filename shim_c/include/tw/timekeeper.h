@@ -110,7 +110,7 @@ typedef struct tw_tk_shared {
     char abort_reason[512];
     char topology[1024];     /* the cluster description (TIMEWARP_TOPOLOGY format) */
     uint32_t pace_on;        /* 1: charge CPU time by pace_milli (the pace probe runs), 0: by the static factor */
-    uint32_t holds_expired;  /* unread messages whose hold ran out (statistics: the reader ran late) */
+    uint32_t holds_expired;  /* message holds that ran out unseen (statistics: a reader ran late, or read without a wait) */
     /* per CPU: target-host ns per 1000 ns of CPU time here (0: not measured yet, use the mean of the others) */
     uint32_t pace_milli[TW_TK_PACE_CPUS];
     uint32_t pace_mean;      /* the mean over measured CPUs (the fallback) */
