@@ -106,6 +106,8 @@ int tw_libc_init(void) {
     R_SET(cond_wait, tw_resolve_cond("pthread_cond_wait"));
     R(sem_wait, "sem_wait");
     R(create, "pthread_create");
+    R(setname_np, "pthread_setname_np");
+    R(sched_yield, "sched_yield");
     R(execve, "execve");
     R(execv, "execv");
     R(execvp, "execvp");
@@ -327,15 +329,21 @@ void tw_libc_block_end(int wake) {
 void tw_libc_bookkeeping_begin(void) { tw_libc_depth++; tw_charge_pause(); }
 void tw_libc_bookkeeping_end(void) { tw_charge_resume(); tw_libc_depth--; }
 
+int tw_libc_switch_on(const char *name, int *cache) {
+    int on = __atomic_load_n(cache, __ATOMIC_RELAXED);
+    if (__builtin_expect(on < 0, 0)) {
+        const char *v = getenv(name);
+        on = !(v && v[0] == '0' && !v[1]);
+        __atomic_store_n(cache, on, __ATOMIC_RELAXED);
+    }
+    return on;
+}
+
 /* TIMEWARP_POLL_SYNC=0 turns off the busy reader's rule (wait.c, sleep.c's sched_yield): a busy reader then
  * sees what the machine delivered. */
 int tw_libc_poll_sync_on(void) {
     static int on = -1;
-    if (on < 0) {
-        const char *v = getenv("TIMEWARP_POLL_SYNC");
-        on = !(v && v[0] == '0' && !v[1]);
-    }
-    return on;
+    return tw_libc_switch_on("TIMEWARP_POLL_SYNC", &on);
 }
 
 void tw_libc_msg_catch_up(void) {

@@ -89,15 +89,7 @@ typedef struct { uint32_t kind, pid, hold, pad; uint64_t kw, kr, ino; } fd_keys;
 static fd_keys fd_cache[FD_CACHE];
 static int stamps_on = -1;   /* TIMEWARP_MSG_STAMPS */
 
-static int msg_stamps_on(void) {
-    int on = __atomic_load_n(&stamps_on, __ATOMIC_RELAXED);
-    if (__builtin_expect(on < 0, 0)) {
-        const char *v = getenv("TIMEWARP_MSG_STAMPS");
-        on = !(v && v[0] == '0' && !v[1]);
-        __atomic_store_n(&stamps_on, on, __ATOMIC_RELAXED);
-    }
-    return on;
-}
+static int msg_stamps_on(void) { return tw_libc_switch_on("TIMEWARP_MSG_STAMPS", &stamps_on); }
 
 /* this process's id, cached (a fork child forgets it) */
 static uint32_t cached_pid;
@@ -317,8 +309,7 @@ static void log_fallback(int fd, const char *why) {
  * result at the last one's time, in one clump. TIMEWARP_SIGNAL_FIRST=0: the latest, as for data. */
 static int signal_first_on(void) {
     static int on = -1;
-    if (on < 0) { const char *v = getenv("TIMEWARP_SIGNAL_FIRST"); on = !(v && v[0] == '0' && !v[1]); }
-    return on;
+    return tw_libc_switch_on("TIMEWARP_SIGNAL_FIRST", &on);
 }
 
 static void wake_keyed(int fd, int kind, uint64_t kr, uint32_t hold) {

@@ -9,7 +9,6 @@
  * run out, in virtual time.
  */
 #define _GNU_SOURCE
-#include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -77,12 +76,10 @@ TW_EXPORT unsigned int sleep(unsigned int seconds) {
  * processes did not get (at TP=2, vLLM's engine took 21-47 virtual ms per decode step while its workers
  * took 4). TIMEWARP_POLL_SYNC=0 turns it off. */
 TW_EXPORT int sched_yield(void) {
-    static int (*real)(void);
-    if (!real) real = (int (*)(void))dlsym(RTLD_NEXT, "sched_yield");
     if (tw_libc_virtual() && tw_libc_poll_sync_on() && tw_libc_keeper()) {
         tw_libc_bookkeeping_begin();
         (void)tw_tk_sync_now();
         tw_libc_bookkeeping_end();
     }
-    return real ? real() : (int)tw_sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
+    return tw_real.sched_yield ? tw_real.sched_yield() : (int)tw_sys6(SYS_sched_yield, 0, 0, 0, 0, 0, 0);
 }

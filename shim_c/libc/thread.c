@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <pthread.h>
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,9 +46,8 @@ TW_EXPORT int pthread_create(pthread_t *restrict th, const pthread_attr_t *restr
  * output it took off the socket, whether or not the loop had got to it (`TIMEWARP_CLAMP_LOG=1` counts
  * such raises). */
 TW_EXPORT int pthread_setname_np(pthread_t th, const char *name) {
-    static int (*real)(pthread_t, const char *);
-    if (!real) real = (int (*)(pthread_t, const char *))dlsym(RTLD_NEXT, "pthread_setname_np");
-    int r = real ? real(th, name) : ENOSYS;
+    tw_libc_init();
+    int r = tw_real.setname_np ? tw_real.setname_np(th, name) : ENOSYS;
     if (r == 0 && pthread_equal(th, pthread_self()) && strncmp(name, "ZMQbg/", 6) == 0) tw_clock_io_thread();
     return r;
 }

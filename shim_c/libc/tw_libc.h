@@ -120,6 +120,8 @@ typedef struct tw_libc_real {
     int (*cond_wait)(void *, void *);
     int (*sem_wait)(void *);
     int (*create)(void *, const void *, void *(*)(void *), void *);
+    int (*setname_np)(unsigned long, const char *);
+    int (*sched_yield)(void);
     int (*execve)(const char *, char *const[], char *const[]);
     int (*execv)(const char *, char *const[]);
     int (*execvp)(const char *, char *const[]);
@@ -192,6 +194,8 @@ void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) TW
 void tw_msg_forget(long first, long last) TW_HIDDEN;
 /* A non-blocking check found events: move to the stamp of what it found, when known. */
 void tw_libc_msg_catch_up(void) TW_HIDDEN;
+/* A switch that is on unless environment variable `name` is "0", read once into *cache (-1: not read) */
+int tw_libc_switch_on(const char *name, int *cache) TW_HIDDEN;
 /* the busy reader's rule is on (TIMEWARP_POLL_SYNC, default on) */
 int tw_libc_poll_sync_on(void) TW_HIDDEN;
 /* Around the stamps' bookkeeping: not charged to the program's clock (tw_charge_pause) */

@@ -12,11 +12,12 @@ Prints one JSON line: the writes' times and, per check, [time, saw data].
 """
 import json
 import os
-import select
 import socket
 import subprocess
 import sys
 import time
+
+from nonblocking_check import check_for
 
 
 def writer(fd: int, rounds: int) -> None:
@@ -44,14 +45,7 @@ def main() -> None:
     wr = subprocess.Popen([sys.executable, __file__, "writer", str(w), str(rounds)], pass_fds=[w],
                           stdout=subprocess.PIPE, text=True)
     os.close(w)
-    if wait == "poll":
-        p = select.poll()
-        p.register(r, select.POLLIN)
-        check = lambda: p.poll(0)
-    else:
-        e = select.epoll()
-        e.register(r, select.EPOLLIN)
-        check = lambda: e.poll(0)
+    check = check_for(r, wait)
     checks, got, x = [], 0, 0
     t_end = time.monotonic() + 0.05 + rounds * 0.005 + 0.05
     while got < rounds and time.monotonic() < t_end:

@@ -12,11 +12,12 @@ Prints one JSON line: the write's virtual time and, per check, [time, saw data].
 """
 import json
 import os
-import select
 import socket
 import subprocess
 import sys
 import time
+
+from nonblocking_check import check_for
 
 
 def spin(seconds: float) -> None:
@@ -39,14 +40,7 @@ def writer(fd: int) -> None:
 def reader(fd: int, wait: str) -> None:
     os.sched_setaffinity(0, {1})
     os.nice(19)
-    if wait == "poll":
-        p = select.poll()
-        p.register(fd, select.POLLIN)
-        check = lambda: p.poll(0)
-    else:
-        e = select.epoll()
-        e.register(fd, select.EPOLLIN)
-        check = lambda: e.poll(0)
+    check = check_for(fd, wait)
     checks, x = [], 0
     start = time.monotonic()
     while time.monotonic() - start < 0.1:
