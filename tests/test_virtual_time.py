@@ -110,7 +110,8 @@ def test_a_malformed_host_speed_is_named(name, value):
     assert f"{name}={value!r}" in run.stderr and "positive number" in run.stderr, run.stderr
 
 
-@pytest.mark.parametrize("name,value", [("TIMEWARP_MSG_STAMPS", "no"), ("TIMEWARP_POLL_SYNC", "off")])
+@pytest.mark.parametrize("name,value", [("TIMEWARP_MSG_STAMPS", "no"), ("TIMEWARP_POLL_SYNC", "off"),
+                                        ("TIMEWARP_SIGNAL_FIRST", "latest"), ("TIMEWARP_EXECUTOR_CLOCK", "false")])
 def test_a_malformed_switch_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
