@@ -151,9 +151,13 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         env["TIMEWARP_HOST_SPEED_FALLBACK"] = f"{speed:.4f}"
     # how long a message its reader has not seen yet holds the run's clock (shim_c/libc/message.c)
     _positive(base, "TIMEWARP_MSG_HOLD_US", "real microseconds; 0 turns the hold off", zero_ok=True)
+    # how long, at most, a drain of a feeder's queue waits for its inputs (shim_c/core/vclock.c, tw_sync_inputs)
+    _positive(base, "TIMEWARP_SYNC_INPUTS_US", "real microseconds; 0 does not wait", zero_ok=True)
     # switches of the message stamps, the busy reader's wait, eventfd wake-ups (shim_c/libc/message.c,
-    # wait.c) and the clock of an event loop's pool work (integrations/executor_clock.py)
-    for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK"):
+    # wait.c), the clock of an event loop's pool work (integrations/executor_clock.py) and of vLLM's EngineCore
+    # input thread (integrations/vllm_plugin/input_clock.py)
+    for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK",
+                 "TIMEWARP_VLLM_INPUT_CLOCK"):
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
     return env

@@ -61,13 +61,14 @@ def register() -> None:
         return
     _done = True
     _drop_shadow()
-    from . import flashinfer_sampling, host_results, step_context
+    from . import flashinfer_sampling, host_results, input_clock, step_context
     from ._hooks import after_method
     flashinfer_sampling.install()
     host_results.install()
     from .. import executor_clock
     executor_clock.install()   # the API server's tokenizer pool
     step_context.install()
+    input_clock.install()   # the EngineCore's input thread
     # EngineCore.__init__ loads the plugins itself, then sizes the KV caches: the first hook that fires there
     after_method("vllm.v1.engine.core", "EngineCore", "_initialize_kv_caches", _warn_parallel,
                  "the parallelism warning")

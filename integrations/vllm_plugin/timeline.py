@@ -143,6 +143,8 @@ def register() -> None:
     gc.callbacks.append(_gc_callback)
     _wrap(core, "EngineCoreProc", "_handle_client_request", "core.request", _request_detail)
     _wrap(core, "EngineCoreProc", "_process_engine_step", "core.step")
+    # a request's decoding in the EngineCore's input thread, before it goes on the busy loop's queue
+    _wrap(core, "EngineCoreProc", "preprocess_add_request", "core.input")
     _wrap(sched, "Scheduler", "schedule", "sched.schedule", _sched_detail)
     _wrap(sched, "Scheduler", "update_from_output", "sched.update", _update_detail)
     _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute", before=_gpu_mark_start)

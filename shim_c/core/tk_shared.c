@@ -100,6 +100,7 @@ tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t cloc
     if (!s) return NULL;
     s->pid = pid;
     s->ext = 0;
+    STORE(&s->flags, 0);
     /* CPU time at `clock`: unknown here (a slot handed to a child before it runs, or claimed by a thread
      * that stores its own right after); 0 lets the keeper extrapolate a new process by all of its CPU time
      * instead of freezing it at a previous owner's reading */
@@ -142,15 +143,22 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
 
 static int pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
 
-/* The minimum over running clocks and waiting deadlines of threads not in process skip_pid (0: none), and
- * the stamps of messages on their way; *running says whether a running thread (or a message) set it. */
-static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int *running) {
+/* The minimum over running clocks and waiting deadlines of threads not in process skip_pid (0: none; with
+ * feeders, that process's feeder threads other than slot self count, at their clock when they wait with a
+ * deadline), and the stamps of messages on their way; *running says whether a running thread (or a
+ * message) set it. */
+static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, const tw_tk_slot *self, int *running) {
     uint64_t lo = UINT64_MAX;
     *running = 0;
     uint32_t hi = LOAD(&k->hiwater);
     for (uint32_t i = 0; i < hi; i++) {
         tw_tk_slot *s = &k->slots[i];
-        if (!LOAD(&s->tid) || (skip_pid && LOAD(&s->pid) == skip_pid)) continue;
+        if (!LOAD(&s->tid) || s == self) continue;
+        int feeder = 0;
+        if (skip_pid && LOAD(&s->pid) == skip_pid) {
+            if (!(feeders && (LOAD(&s->flags) & TW_SLOT_FEEDER))) continue;
+            feeder = 1;
+        }
         uint64_t c;
         switch (LOAD(&s->state)) {
         case TW_SLOT_RUN: {
@@ -161,7 +169,10 @@ static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int *running) {
             break;
         }
         case TW_SLOT_SLEEP:
-        case TW_SLOT_TWAIT: c = LOAD(&s->deadline); if (c < lo) *running = 0; break;
+            c = LOAD(&s->deadline); if (c < lo) *running = 0; break;
+        case TW_SLOT_TWAIT:
+            if (feeder) { c = LOAD(&s->clock); if (c < lo) *running = 1; break; }
+            c = LOAD(&s->deadline); if (c < lo) *running = 0; break;
         default: continue;   /* FREE, BLOCK, LOST: nothing it does can come before it is woken */
         }
         if (c < lo) lo = c;
@@ -184,14 +195,19 @@ static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int *running) {
     return lo;
 }
 
-static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, running); }
+static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, 0, NULL, running); }
 
 /* The earliest virtual time at which a thread of a process other than pid can still act (running: its
  * clock; waiting: its deadline; blocked: none), or a message on its way to another reader can be taken:
  * what a thread of pid may still receive from elsewhere before then has been sent. */
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid) {
     int running;
-    return scan_except(k, pid, &running);
+    return scan_except(k, pid, 0, NULL, &running);
+}
+
+uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid, const tw_tk_slot *self) {
+    int running;
+    return scan_except(k, pid, 1, self, &running);
 }
 
 /* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has

@@ -40,6 +40,14 @@ void tw_clock_private_thread(void) { thread_private = 1; tw_tk_thread_private();
  * neither raised to the process's clock nor raises it, but takes part in the time keeper as any thread. */
 static __thread int thread_io_only;
 void tw_clock_io_thread(void) { thread_io_only = 1; }
+/* An own-clock thread that hands what it receives to its process's other threads through memory (vLLM's
+ * EngineCore input thread and its queue): tw_sync_inputs waits for it. */
+static inline tw_tk_slot *keeper_slot(void);
+void tw_clock_feeder_thread(void) {
+    thread_io_only = 1;
+    tw_tk_slot *s = keeper_slot();
+    if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);
+}
 static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
@@ -334,6 +342,29 @@ int tw_tk_sync_now(void) {
     return 1;
 }
 
+/* Before a thread takes what its process's feeder threads or other processes may have handed it through
+ * memory, with no descriptor to stamp it (vLLM's EngineCore draining its input queue between steps:
+ * integrations/vllm_plugin/input_clock.py): wait until none of them can still act before this thread's time.
+ * Called with Python's GIL released (ctypes), so that a feeder holding a request can queue it. At most
+ * TIMEWARP_SYNC_INPUTS_US of real time (default 500000, a safety valve: 20 ms cut the wait short in vLLM
+ * case 2, whose API server ran ~10 virtual ms behind the EngineCore in real time). Returns 0 when nothing
+ * was to wait for, 1 when it waited, 2 when the cap ran out. */
+static int64_t sync_inputs_cap_ns = -1;
+
+int tw_sync_inputs(void) {
+    tw_tk_slot *s = keeper_slot();
+    if (!s) return 0;
+    uint64_t t = tw_now();
+    if (tw_tk_inputs_lo(tw_tk, __atomic_load_n(&s->pid, __ATOMIC_RELAXED), s) >= t) return 0;
+    if (sync_inputs_cap_ns < 0) {
+        const char *v = getenv("TIMEWARP_SYNC_INPUTS_US");
+        sync_inputs_cap_ns = v && *v ? (int64_t)(atof(v) * 1000) : 500000000;
+    }
+    int r = tw_tk_wait_inputs(s, t, sync_inputs_cap_ns);
+    resume_at(s, t);
+    return r == 1 ? 2 : 1;
+}
+
 void tw_sync_until(uint64_t t) {
     tw_wait_until(t);
     tw_hostfn_drain(t);
@@ -379,8 +410,13 @@ void tw_tk_block_begin(void) {
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
+    /* A thread with its own clock that only relays messages (libzmq's I/O threads) resumes at the time of
+     * what woke it even if that is before its own clock: a request the API server sent at t, relayed after
+     * an output the EngineCore sent at t + 8 ms, reached the engine's input thread stamped t + 8 ms, and
+     * joined a later engine step than on the real machine (integrations/vllm_plugin/input_clock.py). */
+    if (how == TW_WAKE_AT && thread_io_only && deadline < thread_now) thread_now = deadline;
     uint64_t t = how == TW_WAKE_TIMEOUT || how == TW_WAKE_AT ? deadline
-               : how == TW_WAKE_LOCAL ? atomic_load_explicit(&own_max, memory_order_acquire)
+               : how == TW_WAKE_LOCAL ? (thread_io_only ? thread_now : atomic_load_explicit(&own_max, memory_order_acquire))
                : atomic_load_explicit(process_now, memory_order_acquire);
     resume_at(s, t);
 }

@@ -102,6 +102,8 @@ void tw_wait_until(uint64_t t);
 /* A blocking synchronize (event, stream, device, synchronous copy): wait until t, then return as the real
  * driver does, a wake-up's host cost later (TW_HOST_SYNC). */
 void tw_sync_until(uint64_t t);
+int tw_sync_inputs(void);   /* vclock.c: wait for what feeder threads and other processes may hand over */
+void tw_clock_feeder_thread(void);
 /* Stop and restart charging the calling thread's CPU time (nests): for work the emulator does on the
  * program's threads that the real run would not do. */
 void tw_charge_pause(void);

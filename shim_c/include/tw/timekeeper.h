@@ -43,6 +43,9 @@ extern "C" {
 #define TW_TK_MSGS 8192
 #define TW_TK_PENDS 256
 
+/* slot flags */
+#define TW_SLOT_FEEDER 1u   /* an own-clock thread that hands its process data through memory (tw_clock_feeder_thread) */
+
 enum { TW_SLOT_FREE = 0, TW_SLOT_RUN = 1, TW_SLOT_SLEEP = 2, TW_SLOT_TWAIT = 3, TW_SLOT_BLOCK = 4, TW_SLOT_LOST = 5 };
 
 typedef struct tw_tk_slot {
@@ -137,8 +140,15 @@ uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t);
  * waiters; returns `safe`. */
 uint64_t tw_tk_advance(tw_tk_shared *k);
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
+/* The same, counting also pid's feeder threads (TW_SLOT_FEEDER) other than slot self, a feeder waiting with a
+ * deadline at its clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of
+ * pid may still be handed before then, through memory by a feeder or by message from elsewhere. */
+uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid, const tw_tk_slot *self);
 /* Wait (slot s asleep at t) until no thread of another process can act before t (tw_tk_others_lo). */
 int tw_tk_wait_others(tw_tk_slot *s, uint64_t t);
+/* Wait (slot s asleep at t) until tw_tk_inputs_lo reaches t, at most max_real_ns of real time: 0 done, 1 the
+ * cap ran out, -1 aborted. */
+int tw_tk_wait_inputs(tw_tk_slot *s, uint64_t t, int64_t max_real_ns);
 /* Wake every thread waiting on `gen` (a collective completed, an abort). */
 void tw_tk_wake_all(tw_tk_shared *k);
 /* Wait on `gen` while it still equals seen, at most timeout_ns of real time. */
