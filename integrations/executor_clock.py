@@ -23,24 +23,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import ctypes
 import os
 import threading
 
+from .thread_clock import core as _lib
+
 _local = threading.local()
-_core = None
 _installed = False
-
-
-def _lib():
-    global _core
-    if _core is None:
-        core = ctypes.CDLL(None)   # libtimewarp.so is preloaded: its symbols are global
-        core.tw_now.restype = ctypes.c_uint64
-        core.tw_clock_raise.restype = ctypes.c_uint64
-        core.tw_clock_raise.argtypes = [ctypes.c_uint64]
-        _core = core
-    return _core
 
 
 def _timed(box: list, func, *args):

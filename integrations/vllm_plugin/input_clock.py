@@ -1,79 +1,26 @@
-"""The EngineCore's input thread keeps its own clock, so that a request reaches the engine's busy loop at
-the step boundary it reached in virtual time.
+"""vLLM's EngineCore input thread is a feeder (integrations/thread_clock.py), so that a request reaches the
+engine's busy loop at the step boundary it reached in virtual time.
 
-Why: vLLM's EngineCore takes requests off its ZMQ socket in a thread of its own (process_input_sockets:
-poll, decode, preprocess, put on a queue.Queue) and its busy loop drains that queue between steps. Sharing
-the process's clock, the input thread was always as late as the busy loop, so the time keeper never waited
-for it: a GPU wait that ended past a request's arrival let the loop run on while the input thread, woken
-in real time but short of the GIL on a loaded 2-core host, had not queued the request yet. On the real
-H200 no request of cases 1, 2 and 6 missed the first step boundary after the API server sent it; emulated,
-20 of 64 (case 2) and 18 of 32 (case 6) did, each joining a later prefill step (TTFT +7..+26% in case 6).
+Why: the EngineCore takes requests off its ZMQ socket in a thread of its own (process_input_sockets: poll,
+decode, preprocess, put on a queue.Queue) and its busy loop drains that queue between steps. Sharing the
+process's clock, the input thread was dragged to the busy loop's time whenever it took the GIL, and
+nothing made the busy loop wait for it: on the loaded 2-core host the thread, woken in real time but short
+of the GIL, had often not queued a request that had reached it in virtual time. On the real H200 no
+request of cases 1, 2, 4, 5 and 6 missed the first engine step after it reached the engine; emulated, 20 of
+64 (case 2) and 18 of 32 (case 6) did, each joining a later prefill step.
 
-How: the thread becomes an own-clock thread (shim_c/core/vclock.c, tw_clock_feeder_thread), as libzmq's
-I/O threads are: woken by a request, it resumes at the request's virtual time (message stamps,
-shim_c/libc/message.c) and, until it blocks on its socket again, holds the time keeper's clock at its own,
-so the busy loop's next GPU wait cannot end past it before the request is on the queue. Each request
-goes on the queue with the input thread's time, and the busy loop is raised to it as it takes the request
-(tw_clock_raise): an idle loop, blocked on the queue, would otherwise resume at its own earlier time.
-Before a busy loop drains the queue (between steps), it waits, with the GIL released, until neither the input
-thread nor another process can still act before its time (tw_sync_inputs): the input thread, woken in real
-time but short of the GIL or of a CPU, has then queued what had reached it by that virtual time.
-TIMEWARP_VLLM_INPUT_CLOCK=0 leaves it on the process's clock.
+How: the thread becomes a feeder (own clock: woken by a request, it resumes at the request's virtual time),
+its queue becomes a TimedQueue (the busy loop is raised to each request's time as it takes it: an idle
+loop, blocked on the queue, would otherwise resume at its own earlier time), and a busy loop waits for its
+inputs (sync_inputs) before it drains the queue between steps. TIMEWARP_VLLM_INPUT_CLOCK=0 turns this off.
 """
 from __future__ import annotations
 
-import ctypes
 import os
 import queue
 
+from ..thread_clock import TimedQueue, become_feeder, sync_inputs
 from ._hooks import wrap_method
-
-_core = None
-
-
-def _lib():
-    global _core
-    if _core is None:
-        core = ctypes.CDLL(None)   # libtimewarp.so is preloaded: its symbols are global
-        core.tw_now.restype = ctypes.c_uint64
-        core.tw_clock_raise.restype = ctypes.c_uint64
-        core.tw_clock_raise.argtypes = [ctypes.c_uint64]
-        core.tw_sync_inputs.restype = ctypes.c_int
-        _core = core
-    return _core
-
-
-class _Stamped:
-    __slots__ = ("item", "t")
-
-    def __init__(self, item, t: int):
-        self.item, self.t = item, t
-
-
-class TimedQueue(queue.Queue):
-    """queue.Queue whose items carry the virtual time they were put at; the taker is raised to it."""
-
-    def _put(self, item):
-        super()._put(_Stamped(item, _lib().tw_now()))
-
-    def _get(self):
-        x = super()._get()
-        if not isinstance(x, _Stamped):
-            return x
-        _lib().tw_clock_raise(x.t)
-        return x.item
-
-
-def become_feeder() -> None:
-    """The calling thread keeps its own clock and feeds its process through memory (tw_clock_feeder_thread)."""
-    _lib().tw_clock_feeder_thread()
-
-
-def sync_inputs() -> int:
-    """Wait until no feeder thread of this process and no other process can still act before this thread's
-    time (tw_sync_inputs; a ctypes call, so the GIL is released meanwhile): 0 nothing to wait for, 1 waited,
-    2 the real-time cap ran out."""
-    return _lib().tw_sync_inputs()
 
 
 def _make(orig):

@@ -156,9 +156,12 @@ int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
     }
 }
 
-int tw_tk_wait_others(tw_tk_slot *s, uint64_t t) {
+/* Slot s asleep at t until lo(k, pid, s) reaches t (tw_tk_others_lo, or with feeders tw_tk_inputs_lo), at
+ * most max_real_ns of real time (< 0: no cap). 0 done, 1 the cap ran out, -1 aborted. */
+static int wait_lo(tw_tk_slot *s, uint64_t t, int feeders, int64_t max_real_ns) {
     tw_tk_shared *k = tw_tk;
     int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
+    int64_t until = max_real_ns < 0 ? INT64_MAX : tw_tk_real_ns() + max_real_ns;
     s->deadline = t;
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, TW_SLOT_SLEEP, __ATOMIC_RELEASE);
@@ -166,30 +169,17 @@ int tw_tk_wait_others(tw_tk_slot *s, uint64_t t) {
     tw_tk_advance(k);   /* this thread no longer holds the clock back */
     for (;;) {
         uint32_t g0 = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
-        if (tw_tk_others_lo(k, pid) >= t) return 0;
+        if ((feeders ? tw_tk_inputs_lo(k, pid, s) : tw_tk_others_lo(k, pid)) >= t) return 0;
         if (__atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE) || !keeper_alive(k)) return -1;
+        if (tw_tk_real_ns() >= until) return 1;
         /* running threads' readings do not wake the futex: look again every 100 us */
         tw_tk_futex_wait(k, g0, 100000);
     }
 }
 
-int tw_tk_wait_inputs(tw_tk_slot *s, uint64_t t, int64_t max_real_ns) {
-    tw_tk_shared *k = tw_tk;
-    int32_t pid = __atomic_load_n(&s->pid, __ATOMIC_RELAXED);
-    int64_t until = tw_tk_real_ns() + max_real_ns;
-    s->deadline = t;
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->state, TW_SLOT_SLEEP, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
-    tw_tk_advance(k);
-    for (;;) {
-        uint32_t g0 = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
-        if (tw_tk_inputs_lo(k, pid, s) >= t) return 0;
-        if (__atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE) || !keeper_alive(k)) return -1;
-        if (tw_tk_real_ns() >= until) return 1;
-        tw_tk_futex_wait(k, g0, 50000);   /* running threads' readings do not wake the futex */
-    }
-}
+int tw_tk_wait_others(tw_tk_slot *s, uint64_t t) { return wait_lo(s, t, 0, -1); }
+
+int tw_tk_wait_inputs(tw_tk_slot *s, uint64_t t, int64_t max_real_ns) { return wait_lo(s, t, 1, max_real_ns); }
 
 uint64_t tw_tk_safe(void) { return tw_tk ? __atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) : 0; }
 

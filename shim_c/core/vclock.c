@@ -343,9 +343,9 @@ int tw_tk_sync_now(void) {
 }
 
 /* Before a thread takes what its process's feeder threads or other processes may have handed it through
- * memory, with no descriptor to stamp it (vLLM's EngineCore draining its input queue between steps:
- * integrations/vllm_plugin/input_clock.py): wait until none of them can still act before this thread's time.
- * Called with Python's GIL released (ctypes), so that a feeder holding a request can queue it. At most
+ * memory, with no descriptor to stamp it (vLLM's EngineCore draining its input queue between steps;
+ * integrations/thread_clock.py): wait until none of them can still act before this thread's time. Called
+ * with Python's GIL released (ctypes), so that a feeder holding a request can queue it. At most
  * TIMEWARP_SYNC_INPUTS_US of real time (default 500000, a safety valve: 20 ms cut the wait short in vLLM
  * case 2, whose API server ran ~10 virtual ms behind the EngineCore in real time). Returns 0 when nothing
  * was to wait for, 1 when it waited, 2 when the cap ran out. */
@@ -410,11 +410,6 @@ void tw_tk_block_begin(void) {
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
-    /* A thread with its own clock that only relays messages (libzmq's I/O threads) resumes at the time of
-     * what woke it even if that is before its own clock: a request the API server sent at t, relayed after
-     * an output the EngineCore sent at t + 8 ms, reached the engine's input thread stamped t + 8 ms, and
-     * joined a later engine step than on the real machine (integrations/vllm_plugin/input_clock.py). */
-    if (how == TW_WAKE_AT && thread_io_only && deadline < thread_now) thread_now = deadline;
     uint64_t t = how == TW_WAKE_TIMEOUT || how == TW_WAKE_AT ? deadline
                : how == TW_WAKE_LOCAL ? (thread_io_only ? thread_now : atomic_load_explicit(&own_max, memory_order_acquire))
                : atomic_load_explicit(process_now, memory_order_acquire);

@@ -56,7 +56,7 @@ def main() -> None:
         writer(int(sys.argv[2]), int(sys.argv[3]))
         return
     import torch
-    from timewarp.integrations.vllm_plugin.input_clock import TimedQueue, become_feeder, sync_inputs
+    from timewarp.integrations.thread_clock import TimedQueue, become_feeder, sync_inputs
 
     sync = sys.argv[1] == "1"
     rounds = int(sys.argv[2]) if len(sys.argv) > 2 else 10
