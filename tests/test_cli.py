@@ -69,3 +69,32 @@ def test_validate_names_the_gpus_it_has_measurements_for():
     p = subprocess.run(timewarp_cmd("validate", "--gpu", "A100"), capture_output=True, text=True)
     assert p.returncode == 1
     assert "no real measurements stored for A100" in p.stderr and "H200" in p.stderr
+
+
+def _bench_dir(d, hits_by_case):
+    """A folder as emulated_vllm_cases.sh writes it, reduced to what the prefix-cache table reads: marks.txt
+    and the server's cumulative counters after each case."""
+    d.mkdir()
+    q = h = 0.0
+    marks = []
+    for k, rate in hits_by_case.items():
+        q += 1000
+        h += 1000 * rate
+        marks += [f"case{k} start 0", f"case{k} end 1"]
+        (d / f"metrics_case{k}.txt").write_text(f'vllm:prefix_cache_queries_total{{engine="0"}} {q}\n'
+                                                f'vllm:prefix_cache_hits_total{{engine="0"}} {h}\n')
+    (d / "marks.txt").write_text("\n".join(marks) + "\n")
+    return d
+
+
+def test_bench_compare_names_cases_whose_prefix_cache_state_differs(tmp_path):
+    """A case whose emulated prefix-cache hit rate is far from every real run's saw other prompts before it
+    (cases 11-14 run after 7-10 on one server: 73% hits against 0.4%): its TTFT is not comparable, and the
+    table says so instead of printing a silently wrong error."""
+    from timewarp.integrations import bench_compare as bc
+
+    real = [_bench_dir(tmp_path / "real1", {11: 0.004, 12: 0.50}), _bench_dir(tmp_path / "real2", {11: 0.004, 12: 0.52})]
+    same = bc.prefix_table(_bench_dir(tmp_path / "emu_same", {11: 0.004, 12: 0.51}), real)
+    assert not any("WARNING" in line for line in same), same
+    other = bc.prefix_table(_bench_dir(tmp_path / "emu_other", {11: 0.734, 12: 0.50}), real)
+    assert "WARNING: case(s) 11:" in other[-1], other
