@@ -402,11 +402,14 @@ void tw_tk_block_begin(void) {
 
 /* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken by
  * messages whose writers' times are known (TW_WAKE_AT, shim_c/libc/message.c): at the latest of them (the
- * `deadline` argument), never before its own clock. Woken
- * by another thread of this process (TW_WAKE_LOCAL: a private condvar, lock or futex): no earlier than
- * anything this process did. Woken by something that may come from another process (TW_WAKE_ANY: a
+ * `deadline` argument), never before its own clock. Woken by another thread of this process (TW_WAKE_LOCAL: a
+ * private condvar, lock or futex): no earlier than anything this process did, except a thread with its own
+ * clock, which keeps it (a lock hand-over, Python's GIL above all, carries no data it waited for: raised to its
+ * process's time at every GIL hand-over, vLLM's EngineCore input thread delivered requests 3-10 ms late and TP=2
+ * decode steps came out 33% long). Woken by something that may come from another process (TW_WAKE_ANY: a
  * descriptor, a shared semaphore): no earlier than anything that happened anywhere. The distinction keeps
- * processes that run side by side from dragging each other's clocks forward at every lock hand-over. */
+ * processes that run side by side from dragging each other's clocks forward at every lock hand-over.
+ */
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
