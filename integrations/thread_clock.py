@@ -54,6 +54,15 @@ class TimedQueue(queue.Queue):
         core().tw_clock_raise(x.t)
         return x.item
 
+    def get(self, block=True, timeout=None):
+        """A blocking get returns, at the item's time, once the feeders have queued what reached them by
+        then (sync_inputs): a reader woken by the first item, that then drains without blocking (vLLM's
+        idle EngineCore woken by a request), finds the others that arrived with it."""
+        item = super().get(block, timeout)
+        if block:
+            sync_inputs()
+        return item
+
 
 def become_feeder() -> None:
     """The calling thread keeps its own clock and feeds its process through memory."""

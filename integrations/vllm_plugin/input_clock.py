@@ -11,8 +11,9 @@ request of cases 1, 2, 4, 5 and 6 missed the first engine step after it reached 
 
 How: the thread becomes a feeder (own clock: woken by a request, it resumes at the request's virtual time),
 its queue becomes a TimedQueue (the busy loop is raised to each request's time as it takes it: an idle
-loop, blocked on the queue, would otherwise resume at its own earlier time), and a busy loop waits for its
-inputs (sync_inputs) before it drains the queue between steps. TIMEWARP_VLLM_INPUT_CLOCK=0 turns this off.
+loop, blocked on the queue, would otherwise resume at its own earlier time; woken so, it also waits for its
+inputs before it drains the rest), and a busy loop waits for its inputs (sync_inputs) before it drains the
+queue between steps. TIMEWARP_VLLM_INPUT_CLOCK=0 turns this off.
 """
 from __future__ import annotations
 
