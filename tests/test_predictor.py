@@ -261,3 +261,24 @@ def test_fp32_gemms_are_timed_apart_from_tf32_ones(tmp_path):
     assert by_compute[68] == pytest.approx(min(rows), rel=0.01)
     assert by_compute[77] == pytest.approx(min(tf32), rel=0.01)
     assert by_compute[68] > 3 * by_compute[77]
+
+
+def test_missed_steps_counts_requests_that_joined_a_later_engine_step():
+    """predictors/compare_vllm_timeline.py: a request whose API input ended more than 1 ms before an engine
+    step began, but which the engine only took after that step, missed it (the measure that found vLLM's
+    emulated requests joining later prefill steps than on the real card)."""
+    from timewarp.predictors.compare_vllm_timeline import missed_steps
+
+    ms = 1_000_000
+    ev = sorted([
+        (0, 1 * ms, "api.inputs", "1", "", -1),                      # request 1: taken before the step at 5 ms
+        (2 * ms, 2 * ms, "core.request", "2", "type=ADD", -1),
+        (3 * ms, 4 * ms, "api.inputs", "1", "", -1),                 # request 2: the step at 5 ms began 1 ms
+        (5 * ms, 6 * ms, "sched.schedule", "2", "tokens=1 reqs=1", -1),  # after its input: no slack, no miss
+        (6 * ms, 7 * ms, "api.inputs", "1", "", -1),                 # request 3: the step at 9 ms missed
+        (7 * ms, 7 * ms, "core.request", "2", "type=ADD", -1),
+        (9 * ms, 10 * ms, "sched.schedule", "2", "tokens=2 reqs=2", -1),
+        (12 * ms, 12 * ms, "core.request", "2", "type=ADD", -1),
+    ])
+    assert missed_steps(ev, 0, 20 * ms) == (1, 3)
+    assert missed_steps(ev, 0, 20 * ms, slack_ns=4 * ms) == (0, 3)
