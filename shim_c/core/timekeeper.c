@@ -156,7 +156,7 @@ int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state) {
     }
 }
 
-/* Slot s asleep at t until lo(k, pid, s) reaches t (tw_tk_others_lo, or with feeders tw_tk_inputs_lo), at
+/* Slot s asleep at t until lo(k, pid) reaches t (tw_tk_others_lo, or with feeders tw_tk_inputs_lo), at
  * most max_real_ns of real time (< 0: no cap). 0 done, 1 the cap ran out, -1 aborted. */
 static int wait_lo(tw_tk_slot *s, uint64_t t, int feeders, int64_t max_real_ns) {
     tw_tk_shared *k = tw_tk;
@@ -169,7 +169,7 @@ static int wait_lo(tw_tk_slot *s, uint64_t t, int feeders, int64_t max_real_ns) 
     tw_tk_advance(k);   /* this thread no longer holds the clock back */
     for (;;) {
         uint32_t g0 = __atomic_load_n(&k->gen, __ATOMIC_ACQUIRE);
-        if ((feeders ? tw_tk_inputs_lo(k, pid, s) : tw_tk_others_lo(k, pid)) >= t) return 0;
+        if ((feeders ? tw_tk_inputs_lo(k, pid) : tw_tk_others_lo(k, pid)) >= t) return 0;
         if (__atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE) || !keeper_alive(k)) return -1;
         if (tw_tk_real_ns() >= until) return 1;
         /* running threads' readings do not wake the futex: look again every 100 us */

@@ -144,16 +144,16 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
 static int pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
 
 /* The minimum over running clocks and waiting deadlines of threads not in process skip_pid (0: none; with
- * feeders, that process's feeder threads other than slot self count, at their clock when they wait with a
- * deadline), and the stamps of messages on their way; *running says whether a running thread (or a
- * message) set it. */
-static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, const tw_tk_slot *self, int *running) {
+ * feeders, that process's feeder threads count, at their clock when they wait with a deadline), and the
+ * stamps of messages on their way; *running says whether a running thread (or a message) set it. The
+ * caller's own slot needs no exclusion: it is at its time t when it looks, or asleep with deadline t. */
+static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, int *running) {
     uint64_t lo = UINT64_MAX;
     *running = 0;
     uint32_t hi = LOAD(&k->hiwater);
     for (uint32_t i = 0; i < hi; i++) {
         tw_tk_slot *s = &k->slots[i];
-        if (!LOAD(&s->tid) || s == self) continue;
+        if (!LOAD(&s->tid)) continue;
         int feeder = 0;
         if (skip_pid && LOAD(&s->pid) == skip_pid) {
             if (!(feeders && (LOAD(&s->flags) & TW_SLOT_FEEDER))) continue;
@@ -195,19 +195,19 @@ static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, cons
     return lo;
 }
 
-static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, 0, NULL, running); }
+static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, 0, running); }
 
 /* The earliest virtual time at which a thread of a process other than pid can still act (running: its
  * clock; waiting: its deadline; blocked: none), or a message on its way to another reader can be taken:
  * what a thread of pid may still receive from elsewhere before then has been sent. */
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid) {
     int running;
-    return scan_except(k, pid, 0, NULL, &running);
+    return scan_except(k, pid, 0, &running);
 }
 
-uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid, const tw_tk_slot *self) {
+uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid) {
     int running;
-    return scan_except(k, pid, 1, self, &running);
+    return scan_except(k, pid, 1, &running);
 }
 
 /* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has

@@ -44,7 +44,7 @@ void tw_clock_io_thread(void) { thread_io_only = 1; }
  * EngineCore input thread and its queue): tw_sync_inputs waits for it. */
 static inline tw_tk_slot *keeper_slot(void);
 void tw_clock_feeder_thread(void) {
-    thread_io_only = 1;
+    tw_clock_io_thread();
     tw_tk_slot *s = keeper_slot();
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);
 }
@@ -355,7 +355,7 @@ int tw_sync_inputs(void) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return 0;
     uint64_t t = tw_now();
-    if (tw_tk_inputs_lo(tw_tk, __atomic_load_n(&s->pid, __ATOMIC_RELAXED), s) >= t) return 0;
+    if (tw_tk_inputs_lo(tw_tk, __atomic_load_n(&s->pid, __ATOMIC_RELAXED)) >= t) return 0;
     if (sync_inputs_cap_ns < 0) {
         const char *v = getenv("TIMEWARP_SYNC_INPUTS_US");
         sync_inputs_cap_ns = v && *v ? (int64_t)(atof(v) * 1000) : 500000000;

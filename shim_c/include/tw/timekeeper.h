@@ -140,10 +140,10 @@ uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t);
  * waiters; returns `safe`. */
 uint64_t tw_tk_advance(tw_tk_shared *k);
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
-/* The same, counting also pid's feeder threads (TW_SLOT_FEEDER) other than slot self, a feeder waiting with a
- * deadline at its clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of
- * pid may still be handed before then, through memory by a feeder or by message from elsewhere. */
-uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid, const tw_tk_slot *self);
+/* The same, counting also pid's feeder threads (TW_SLOT_FEEDER), a feeder waiting with a deadline at its
+ * clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of pid may still
+ * be handed before then, through memory by a feeder or by message from elsewhere. */
+uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid);
 /* Wait (slot s asleep at t) until no thread of another process can act before t (tw_tk_others_lo). */
 int tw_tk_wait_others(tw_tk_slot *s, uint64_t t);
 /* Wait (slot s asleep at t) until tw_tk_inputs_lo reaches t, at most max_real_ns of real time: 0 done, 1 the
