@@ -3,7 +3,8 @@
 spins, its clock's charging paused, until the pool has done them all (as a loop does when the machine
 does not schedule it). It then takes the results one by one. Prints, per piece, the virtual time the pool
 finished it and the virtual time the loop took its result, in ms from the start. (The loop's own clock
-may still move while it lags: waiting for the GIL, it times out on the virtual clock.)"""
+may still move while it lags: waiting for the GIL, it times out on the virtual clock.) Then, after an idle
+spell, one more piece: the times it was handed over and finished."""
 import asyncio
 import ctypes
 import hashlib
@@ -45,7 +46,11 @@ async def main() -> None:
     for f in futs:
         finished.append(await f)
         seen.append((time.monotonic() - t0) * 1e3)
-    print(json.dumps({"finished": finished, "seen": seen}))
+    # then an idle spell (a virtual sleep), and one more piece: it cannot start before it was handed over
+    await asyncio.sleep(0.05)
+    submitted = (time.monotonic() - t0) * 1e3
+    late = await loop.run_in_executor(pool, work, N)
+    print(json.dumps({"finished": finished, "seen": seen, "late_submitted": submitted, "late_finished": late}))
 
 
 uvloop.run(main())
