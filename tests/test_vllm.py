@@ -41,6 +41,20 @@ def test_token_source_draws_ordinary_ids_deterministically():
     assert len(set(a.tolist())) > 4000  # spread over the vocabulary, not a constant
 
 
+def test_token_source_with_dummy_weights_samples_the_whole_vocabulary():
+    """A randomly initialised model on the real H200 samples from near-flat logits over all 128,256 ids of
+    the embedded model; its 32,000-id tokenizer gives no text for 3 in 4 of them (the real completions have
+    1.21-1.30 characters per token). The emulated ids must do the same, EOS excepted."""
+    from timewarp.integrations.vllm_plugin.host_results import TokenSource
+
+    cfg = SimpleNamespace(hf_text_config=SimpleNamespace(vocab_size=128256), hf_config=SimpleNamespace(eos_token_id=2))
+    src = TokenSource(cfg, dummy_weights=True)
+    a = src.ids([f"req-{k}" for k in range(20000)], np.arange(20000) % 300)
+    assert 2 not in a and a.min() >= 0 and a.max() < 128256
+    assert 0.72 < (a >= 32000).mean() < 0.78
+    assert (a < 259).any()   # special and byte ids too, as a flat distribution draws them
+
+
 def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
     """The README's main job, small (run twice on one server, --repeat 2): the real H200 gives TPOT 4.86 ms at
     concurrency 1 and 256/128 tokens (predictors/data/h200/vllm_2026-11-29); the emulated engine must report

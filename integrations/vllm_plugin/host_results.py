@@ -8,11 +8,20 @@ have set 0). After vLLM's own sampling has launched its kernels (so they are tim
 into those tensors' host-backed device memory, before the copies to the host are issued:
 - number sampled: 1 per request, 0 while a chunked prefill has not reached the end of its prompt (the rule
   of vLLM's `_get_num_sampled_and_rejected_kernel`);
-- token ids: a deterministic function of the request and its position, drawn from the tokenizer's ordinary
-  ids (never an end-of-sequence id, never a special or byte token). A request therefore ends at its
-  max_tokens or a stop condition, never at EOS: with `--ignore-eos` that is exactly what the real run does;
-  without it, the real run with dummy weights ends where random weights happen to pick EOS, which cannot be
-  predicted (docs/VLLM.md).
+- token ids: a deterministic function of the request and its position, never an end-of-sequence id, drawn
+  as the real model would sample them:
+  - dummy weights (`--load-format dummy`): uniformly over the model's whole vocabulary, as the real H200
+    samples from a randomly initialised model's near-flat logits. The embedded model has 128,256 logits and
+    a 32,000-id tokenizer, so 3 ids in 4 decode to no text: the real runs' completions have 1.21-1.30
+    characters per token (predictors/data/h200/vllm_2026-11-30m), a uniform draw 1.23. That matters for the
+    host's time, not only for the text: while a request's tokens have given no text yet, every step
+    re-decodes its whole prompt (tokenizers' DecodeStream primed with it: 0.25-0.5 ms a step for 1024
+    tokens here), and on the real host the API server's output processing for the first ~10 steps of a
+    wave of 16 requests of 1024 tokens took 14, 12, 6, 4.5 ... ms instead of 0.3;
+  - real weights: the tokenizer's ordinary ids (never a special or byte token), as text.
+  A request therefore ends at its max_tokens or a stop condition, never at EOS: with `--ignore-eos` that is
+  exactly what the real run does; without it, the real run ends where the model happens to pick EOS, which
+  cannot be predicted (docs/VLLM.md).
 Speculative decoding (rejection sampling) is not modelled: its accepted-draft counts are left as sampled.
 """
 from __future__ import annotations
@@ -40,15 +49,20 @@ def _shadow():
 
 
 class TokenSource:
-    """Token ids for (request, position): ordinary ids of the tokenizer, a fixed function of both."""
+    """Token ids for (request, position), a fixed function of both: with dummy weights any id of the model's
+    vocabulary but EOS, else ordinary ids of the tokenizer."""
 
-    def __init__(self, model_config):
-        self.lo, self.hi, self.avoid = self._range(model_config)
+    def __init__(self, model_config, dummy_weights: bool = False):
+        self.lo, self.hi, self.avoid = self._range(model_config, dummy_weights)
         self._req_hash: dict[str, int] = {}
 
     @staticmethod
-    def _range(model_config) -> tuple[int, int, np.ndarray]:
+    def _range(model_config, dummy_weights: bool) -> tuple[int, int, np.ndarray]:
         hi = int(getattr(model_config.hf_text_config, "vocab_size", 0) or model_config.get_vocab_size())
+        eos = getattr(model_config.hf_config, "eos_token_id", None)
+        eos_ids = [eos] if isinstance(eos, int) else list(eos or [])
+        if dummy_weights:
+            return 0, hi, np.array(sorted(set(eos_ids)), dtype=np.int64)
         specials: set[int] = set()
         try:
             from transformers import AutoTokenizer
@@ -58,8 +72,7 @@ class TokenSource:
             specials.update(int(i) for i in tok.all_special_ids)
         except Exception as e:  # no tokenizer (skip_tokenizer_init): the model's vocabulary, minus its EOS
             _warn_once("tok", "no tokenizer for sampled ids (%s); using ids below the model's vocabulary", e)
-        eos = getattr(model_config.hf_config, "eos_token_id", None)
-        specials.update([eos] if isinstance(eos, int) else list(eos or []))
+        specials.update(eos_ids)
         # Byte-fallback and control tokens sit at the bottom of most vocabularies: start above them.
         lo = 259 if hi > 4096 else 1
         return lo, hi, np.array(sorted(specials), dtype=np.int64)
@@ -108,7 +121,8 @@ def fill(runner, input_batch, sampler_output, num_sampled_t: torch.Tensor) -> No
     # uncharged: after_method pauses the virtual clock's charging around this
     src = getattr(runner, "_timewarp_tokens", None)
     if src is None:
-        src = runner._timewarp_tokens = TokenSource(runner.model_config)
+        dummy = str(getattr(getattr(runner, "load_config", None), "load_format", "")) == "dummy"
+        src = runner._timewarp_tokens = TokenSource(runner.model_config, dummy)
     n = input_batch.num_reqs
     ns = num_sampled(input_batch)
     positions = input_batch.num_computed_tokens_np[:n] + input_batch.num_scheduled_tokens[:n]
