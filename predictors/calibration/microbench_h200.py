@@ -19,7 +19,9 @@ Timing: CUDA events around either a captured CUDA graph of `inner` launches repl
 launch gaps, the device time of the kernels) or an eager Python loop of `inner` launches (mode 'eager_loop':
 what eager PyTorch achieves, launch-bound for short kernels). Warm-up first; `inner` is chosen so one timed
 repetition lasts about 2 ms; the median over `reps` repetitions is reported per launch (t_median_us), with min
-and max. Inputs are rotated over n_buffers copies (at least ~256 MiB in all where that fits in 64 copies) so
+and max. A replay's time includes a fixed cost (the host's launch while the GPU idles, the graph's start: about
+12 us on the H200), which a graph of `inner` nodes divides among them; `--graph-slope` also times 4 x inner
+nodes and reports the slope (node_us) and that fixed cost. Inputs are rotated over n_buffers copies (at least ~256 MiB in all where that fits in 64 copies) so
 weights and activations come from HBM rather than the 60 MB L2, as in a model whose layers each have their
 own weights. Nothing here changes GPU clocks or settings.
 """
@@ -161,6 +163,11 @@ class Ctx:
         self.max_bufs = 4 if self.dry else 64
         self.target_s = 0.0005 if self.dry else 0.002
         self.reps = 3 if self.dry else 7
+        # --graph-slope: graph rows also give node_us, the slope between replays of inner and 4 x inner nodes
+        self.graph_slope = getattr(args, "graph_slope", False)
+        # cycles of torch.cuda._sleep before a 'busy' replay (about 0.5 ms at H200 clocks); 0 where the
+        # device has no such kernel (under emulation it is one more kernel, timed like any other)
+        self.busy_cycles = 1_000_000 if self.cuda else 0
 
     def left(self):
         return self.deadline - time.perf_counter()
@@ -238,16 +245,42 @@ class Ctx:
                     fn(j)
             torch.cuda.current_stream().wait_stream(s)
             self.sync()
-            g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, stream=s):
-                for j in range(inner):
-                    fn(j)
-            g.replay()
-            self.sync()
-            for _ in range(reps):
-                start()
+
+            def capture(n):
+                g = torch.cuda.CUDAGraph()
+                with torch.cuda.graph(g, stream=s):
+                    for j in range(n):
+                        fn(j)
                 g.replay()
-                times.append(stop() / inner)
+                self.sync()
+                return g
+
+            def replays(g, busy=False):
+                out = []
+                for _ in range(reps):
+                    if busy:   # the GPU busy while the host launches: only the device's own per-replay cost shows
+                        torch.cuda._sleep(self.busy_cycles)
+                    start()
+                    g.replay()
+                    out.append(stop())
+                return out
+
+            g = capture(inner)
+            totals = replays(g)
+            times = [t / inner for t in totals]
+            if self.graph_slope:
+                # per-node device time, free of the per-replay cost (host launch, graph start) that a replay
+                # of `inner` nodes divides among them: the slope between two graphs, of inner and 4 x inner
+                del g
+                g4 = capture(4 * inner)
+                t4 = statistics.median(replays(g4))
+                del g4
+                g = capture(inner)
+                t1r = statistics.median(replays(g))
+                node = (t4 - t1r) / (3 * inner)
+                busy = statistics.median(replays(g, busy=True)) if self.busy_cycles else float("nan")
+                slope = {"node_us": node * 1e6, "replay_fixed_us": (t1r - inner * node) * 1e6,
+                         "replay_fixed_busy_us": (busy - inner * node) * 1e6}
             del g
         else:
             mode = "eager_loop" if self.cuda else "cpu_loop"
@@ -256,8 +289,11 @@ class Ctx:
                 for j in range(inner):
                     fn(j)
                 times.append(stop() / inner)
-        return {"mode": mode, "inner": inner, "reps": reps, "t_median_us": statistics.median(times) * 1e6,
-                "t_min_us": min(times) * 1e6, "t_max_us": max(times) * 1e6}
+        r = {"mode": mode, "inner": inner, "reps": reps, "t_median_us": statistics.median(times) * 1e6,
+             "t_min_us": min(times) * 1e6, "t_max_us": max(times) * 1e6}
+        if mode == "graph" and self.cuda and self.graph_slope:
+            r.update(slope)
+        return r
 
     def profile(self, fn, out, source, label):
         """Kernel names + device durations of one call of fn, appended to the kernels table."""
@@ -1021,6 +1057,10 @@ def main():
     ap.add_argument("--host-only", action="store_true", help="only the pure-Python host-speed bench (JSON)")
     ap.add_argument("--budget", type=float, default=420.0, help="seconds of wall time for the whole run")
     ap.add_argument("--sections", default=",".join(SECTIONS))
+    ap.add_argument("--graph-slope", action="store_true",
+                    help="graph rows also measure 4 x inner nodes: node_us (per-node device time without the "
+                         "per-replay cost), replay_fixed_us (that cost, GPU idle at launch) and "
+                         "replay_fixed_busy_us (GPU busy at launch)")
     args = ap.parse_args()
 
     if args.host_only:
