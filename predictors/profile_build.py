@@ -67,6 +67,10 @@ import zlib
 
 HERE = pathlib.Path(__file__).resolve().parent
 DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
+# the elementwise and memcpy sections again, with --graph-slope: per-node device time inside a graph (node_us,
+# the slope between replays of inner and 4 x inner nodes), free of the ~12 us per-replay cost that
+# t_median_us divides among `inner` nodes; used where present for the in-graph gap and the graph-timed copies
+SLOPE_SRC = HERE / "data" / "h200" / "graph_slope_2026-12-01"
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"          # every measured row: what `timewarp run` uses
 FIT_OUT = HERE / "data" / "h200" / "profile_fit.tsv"          # fitted rows only: what `timewarp validate` uses
 KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
@@ -172,17 +176,27 @@ def fit_attn_model(keys_ns) -> tuple[float, float, float]:
 COPY_OPS = {"H2D_pinned": (1, 1), "H2D_pageable": (1, 0), "D2H_pinned": (2, 1), "D2H_pageable": (2, 0), "D2D": (3, 1)}
 
 
+def _graph_rows(pd, src, ops):
+    """Graph-timed rows of memcpy.parquet for these ops, t_median_us being the per-node device time: from
+    SLOPE_SRC's node_us where it has them (the per-replay cost removed), else src's per-launch time."""
+    if (SLOPE_SRC / "memcpy.parquet").exists():
+        c = pd.read_parquet(SLOPE_SRC / "memcpy.parquet")
+        c = c[c.op.isin(ops) & (c["mode"] == "graph") & c.node_us.notna() & (c.node_us > 0)]
+        return c.assign(t_median_us=c.node_us)
+    c = pd.read_parquet(src / "memcpy.parquet")
+    return c[c.op.isin(ops) & (c["mode"] == "graph") & c.t_median_us.notna()]
+
+
 def _copy_rows(pd, src):
     c = pd.read_parquet(src / "memcpy.parquet")
-    c = c[c.op.isin(list(COPY_OPS)) & c.t_median_us.notna()]
+    c = c[c.op.isin(list(COPY_OPS)) & (c.op != "D2D") & c.t_median_us.notna()]
     # device-to-device copies were also timed inside graphs: take those (device time); the others eager
-    return c[(c.op != "D2D") | (c["mode"] == "graph")]
+    return pd.concat([c, _graph_rows(pd, src, ["D2D"])], ignore_index=True)
 
 
 def _set_rows(pd, src):
     """cudaMemsetAsync timed inside CUDA graphs (device time per launch), by bytes."""
-    c = pd.read_parquet(src / "memcpy.parquet")
-    return c[(c.op == "memset_cudart") & (c["mode"] == "graph") & c.t_median_us.notna()]
+    return _graph_rows(pd, src, ["memset_cudart"])
 
 
 def _recorded(pd, paths: list[pathlib.Path], columns: list[str]):
@@ -410,11 +424,16 @@ class KernTable:
 
 
 def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = KERNELS) -> float:
-    """What a back-to-back launch adds to a kernel's own execution: the microbenchmarks' per-launch time
-    inside a CUDA graph minus the recorder's execution time, for the same small elementwise ops (fit rows)."""
+    """What a back-to-back launch adds to a kernel's own execution: the microbenchmarks' per-node time inside
+    a CUDA graph (SLOPE_SRC's node_us where present) minus the recorder's execution time, for the same small
+    elementwise ops (fit rows)."""
     import pandas as pd
 
-    mb = pd.read_parquet(src / "elementwise.parquet")
+    if (SLOPE_SRC / "elementwise.parquet").exists():
+        mb = pd.read_parquet(SLOPE_SRC / "elementwise.parquet")
+        mb = mb[mb.node_us.notna()].assign(t_median_us=lambda d: d.node_us)
+    else:
+        mb = pd.read_parquet(src / "elementwise.parquet")
     mb = mb[(mb["mode"] == "graph") & mb.op.isin(["add", "mul", "silu", "gelu"]) & (mb.numel <= 2**16)]
     mb = mb[mb.numel.map(lambda n: round(math.log2(n)) % 2 == 0)]
     rec = kernel_rows(paths)

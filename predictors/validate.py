@@ -5,8 +5,11 @@ The benchmark script (predictors/calibration/microbench_h200.py) is unmodified P
 wrote predictors/data/h200/microbench_*/; here it runs under `timewarp run` and writes the same tables,
 which are joined on their configuration columns. The error of a row is (emulated - real) / real of the
 median per-launch time; each family (GEMM, attention, elementwise/norm, memcpy) is reported per timing mode
-(`graph`: device time inside a CUDA graph; `eager_loop`: what an eager launch loop achieves, where the
-host's launch cost counts).
+(`graph`: one replay of a CUDA graph of `inner` launches, per launch, so its fixed per-replay cost (host launch,
+graph start: about 12 us on the H200) is divided among them; `graph-node`: the per-node device time, the
+slope between replays of inner and 4 x inner nodes, where both runs measured it (`--graph-slope`): what a
+kernel family's predictor is judged on; `eager_loop`: what an eager launch loop achieves, where the host's
+launch cost counts).
 """
 from __future__ import annotations
 
@@ -19,6 +22,8 @@ import tempfile
 HERE = pathlib.Path(__file__).resolve().parent
 BENCH = HERE / "calibration" / "microbench_h200.py"
 DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29"}
+# newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us)
+DATA_TABLES = {"H200": {t: HERE / "data" / "h200" / "graph_slope_2026-12-01" for t in ("elementwise", "memcpy")}}
 
 # table -> (family shown, configuration columns that identify a row)
 TABLES = {
@@ -45,7 +50,7 @@ FIT_PROFILE = HERE / "data" / "h200" / "profile_fit.tsv"   # without the held-ou
 
 def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budget: int = 3000) -> None:
     cmd = [sys.executable, "-m", "timewarp", "run", "--gpu", gpu, "--", sys.executable, str(BENCH), str(outdir),
-           "--sections", sections, "--budget", str(budget)]
+           "--sections", sections, "--budget", str(budget), "--graph-slope"]
     # the profile without the held-out rows, so that their errors are those of the predictor's interpolation
     env = {**os.environ, "TIMEWARP_PROFILE": str(FIT_PROFILE)}
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -68,16 +73,25 @@ def _split(table: str, row) -> str:
         return "no profile"
 
 
-def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path):
-    """Per-row errors (a DataFrame) and the summary per family and mode."""
+def _with_node_rows(pd, t):
+    """The table plus, for each graph row with node_us, a 'graph-node' row whose t_median_us is node_us."""
+    if "node_us" not in t.columns:
+        return t
+    g = t[(t["mode"] == "graph") & t.node_us.notna() & (t.node_us > 0)]
+    return pd.concat([t, g.assign(mode="graph-node", t_median_us=g.node_us)], ignore_index=True)
+
+
+def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None = None):
+    """Per-row errors (a DataFrame) and the summary per family and mode. tables: table -> folder of the real
+    measurements that replace real_dir's for that table."""
     import pandas as pd
 
     rows = []
     for table, (family, keys) in TABLES.items():
-        rp, ep = real_dir / f"{table}.parquet", emu_dir / f"{table}.parquet"
+        rp, ep = (tables or {}).get(table, real_dir) / f"{table}.parquet", emu_dir / f"{table}.parquet"
         if not rp.exists() or not ep.exists():
             continue
-        r, e = pd.read_parquet(rp), pd.read_parquet(ep)
+        r, e = _with_node_rows(pd, pd.read_parquet(rp)), _with_node_rows(pd, pd.read_parquet(ep))
         keys = [c for c in keys if c in r.columns and c in e.columns]
         m = r.merge(e, on=keys, suffixes=("_real", "_emu"))
         m = m[(m.t_median_us_real > 0) & (m.t_median_us_emu > 0)]
@@ -115,7 +129,7 @@ def validate(gpu: str = "H200", sections: str = SECTIONS, keep: str | None = Non
         out = pathlib.Path(keep) if keep else pathlib.Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         run_emulated(out, gpu, sections)
-        per_row, summary = compare(real, out)
+        per_row, summary = compare(real, out, DATA_TABLES.get(gpu))
     if errors_csv:
         per_row.to_csv(errors_csv, index=False)
     return per_row, summary
