@@ -240,7 +240,9 @@ def validate(ctx, gpu, sections, keep, errors, programs) -> None:
     except v.ValidateError as e:
         click.echo(f"timewarp: {e}", err=True)
         ctx.exit(1)
-    click.echo(f"emulated vs real {gpu} ({v.real_data(gpu).name}); error = (emulated - real) / real")
+    newer = ", ".join(f"{t}: {d.name}" for t, d in v.DATA_TABLES.get(gpu, {}).items())
+    click.echo(f"emulated vs real {gpu} ({v.real_data(gpu).name}{'; ' + newer if newer else ''}); "
+               f"error = (emulated - real) / real; graph-node: per-node device time inside a graph")
     click.echo(v.format_summary(summary))
     if programs:
         from timewarp.predictors import compare_programs as cp

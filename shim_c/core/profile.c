@@ -428,37 +428,55 @@ static size_t first_named(const void *rows, size_t n, size_t stride, const char 
     return lo;
 }
 
-/* A row kernel's time at `outputs` on one measured line (rows of one `inputs`, [i, j) sorted by outputs,
- * spanning `outputs`): the row itself, or log-log interpolation between its neighbours. */
+/* Elements (outputs x inputs) from which a row kernel's launch is bandwidth-bound on the H200 (2^24: 32 MiB of
+ * bf16, over 10 us of traffic): a line whose largest row is that big extends proportionally to more outputs. */
+#define KROW_BANDWIDTH_ELEMS 16777216.0
+
+/* Whether a measured line (rows of one `inputs`, [i, j) sorted by outputs) reaches `outputs`: 2 within it, or
+ * above its largest row when that one is bandwidth-bound (proportionally more traffic); 1 below its smallest
+ * row (the smallest row's time: a weaker guess, since one output and a few take different code paths in
+ * PyTorch's reductions); 0 otherwise. A small line is not extrapolated upwards: a single whole-tensor
+ * reduction (one output) says nothing of 512 rows. */
+static int krow_reaches(size_t i, size_t j, double outputs) {
+    if (outputs > krows[j - 1].outputs)
+        return krows[j - 1].outputs * krows[j - 1].inputs >= KROW_BANDWIDTH_ELEMS ? 2 : 0;
+    return outputs >= krows[i].outputs ? 2 : 1;
+}
+
+/* A row kernel's time at `outputs` on one measured line that reaches it: the row itself, log-log
+ * interpolation between its neighbours, the smallest row's time below it, the largest's scaled above it. */
 static double krow_along(size_t i, size_t j, double outputs, int *exact) {
     size_t k = i;
     while (k < j - 1 && krows[k].outputs < outputs) k++;
     *exact = krows[k].outputs == outputs;
-    if (*exact || k == i) return krows[k].ns;
+    if (*exact || outputs < krows[i].outputs) return krows[k].ns;
+    if (outputs > krows[k].outputs) return krows[k].ns * outputs / krows[k].outputs;   /* k = j - 1 */
     return lerp_log(krows[k - 1].outputs, krows[k - 1].ns, krows[k].outputs, krows[k].ns, outputs);
 }
 
 /* PyTorch's reductions and norms by their row shape (op->rows: outputs, inputs per output), which their
- * grid does not tell. The measured lines (rows of one `inputs`) whose outputs span the launch's are
- * interpolated at its outputs; the nearest two such lines in log inputs, one each side, are interpolated in
- * log inputs, or the one line is scaled by the row length when the launch's rows are longer. A line is not
- * extrapolated in outputs: a single whole-tensor reduction (one output) says nothing of 512 rows. Where no
- * line spans the outputs, the row nearest in (log outputs, log inputs) is scaled by the work when the launch
- * has more. 0 if the kernel has no krow rows. */
+ * grid does not tell. The measured lines (rows of one `inputs`) that reach the launch's outputs
+ * (krow_reaches) are read at its outputs; the nearest two such lines in log inputs, one each side, are
+ * interpolated in log inputs, or the one line is scaled by the row length when the launch's rows are longer.
+ * Where no line reaches the outputs, the row nearest in (log outputs, log inputs) is scaled by the work when
+ * the launch has more. 0 if the kernel has no krow rows. (Before lines reached below their smallest row and
+ * above a bandwidth-bound largest one, a 1 x 1024 rms_norm took the 1 x 4096 line's time, +84%, and 65536
+ * rows of 4096 the 1024-long line's scaled by 4, +56-73%.) */
 static double krow_predict(const char *name, const tw_op *op, int *layer) {
     size_t lo = first_named(krows, nkrow, sizeof *krows, name);
     size_t end = lo;
     while (end < nkrow && !strcmp(krows[end].name, name)) end++;
     if (lo == end) return 0;
     double O = (double)op->rows[0], I = (double)op->rows[1];
-    size_t b0 = SIZE_MAX, b1 = 0, a0 = SIZE_MAX, a1 = 0;   /* spanning lines below and above I */
+    /* the lines reaching O below and above I, nearest in inputs, among those of the best reach on each side */
+    size_t b0 = SIZE_MAX, b1 = 0, a0 = SIZE_MAX, a1 = 0;
+    int breach = 0, areach = 0;
     for (size_t i = lo; i < end;) {
         size_t j = i;
         while (j < end && krows[j].inputs == krows[i].inputs) j++;
-        if (krows[i].outputs <= O && O <= krows[j - 1].outputs) {   /* rows sorted by outputs within a line */
-            if (krows[i].inputs <= I) { b0 = i; b1 = j; }
-            if (krows[i].inputs >= I && a0 == SIZE_MAX) { a0 = i; a1 = j; }
-        }
+        int r = krow_reaches(i, j, O);   /* rows sorted by outputs within a line */
+        if (r && krows[i].inputs <= I && r >= breach) { b0 = i; b1 = j; breach = r; }
+        if (r && krows[i].inputs >= I && r > areach) { a0 = i; a1 = j; areach = r; }
         i = j;
     }
     int exact = 0, e;   /* exact: the launch's shape itself was measured */
