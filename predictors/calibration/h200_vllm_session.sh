@@ -4,6 +4,7 @@
 # /root/parts (one `run` per part). Unpacks once (kept in /tmp/site while the machine stays warm).
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
+#   STAGE=eagerprof  predictors/calibration/vllm_eager_profile.py (one prefill step, function by function)
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
 #                 integrations/bench/real_vllm_baseline.sh (CASES from the
 #                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines);
@@ -18,6 +19,9 @@ export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENA
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.max.sm --format=csv,noheader
 case "${STAGE:?}" in
   attn)   python3 predictors/calibration/vllm_attention_bench.py --out "$OUT" --budget-s "${BUDGET_S:-200}" ;;
+  eagerprof) python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
+          python3 predictors/calibration/vllm_eager_profile.py --model integrations/models/llama3-8b-shape \
+            --out "$OUT/eager_profile.json" > "$OUT/eager_profile.log" 2>&1; tail -5 "$OUT/eager_profile.log" ;;
   record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
             predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
   serve)  python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
