@@ -32,7 +32,7 @@ DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
 REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_2026-11-30c", "vllm_2026-11-30d",
                                  "vllm_2026-11-30e", "vllm_2026-11-30f", "vllm_2026-11-30g",
                                  "vllm_2026-11-30h", "vllm_2026-11-30i", "vllm_2026-11-30j",
-                                 "vllm_2026-11-30k", "vllm_2026-11-30l", "vllm_2026-11-30m")]
+                                 "vllm_2026-11-30k", "vllm_2026-11-30l", "vllm_2026-11-30m", "vllm_2026-12-01o")]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
