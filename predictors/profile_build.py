@@ -176,15 +176,21 @@ def fit_attn_model(keys_ns) -> tuple[float, float, float]:
 COPY_OPS = {"H2D_pinned": (1, 1), "H2D_pageable": (1, 0), "D2H_pinned": (2, 1), "D2H_pageable": (2, 0), "D2D": (3, 1)}
 
 
+def _graph_table(pd, src, table: str):
+    """The graph-timed rows of a microbenchmark table, t_median_us being the per-node device time: SLOPE_SRC's
+    node_us where it has the table (the per-replay cost removed), else src's per-launch time."""
+    if (SLOPE_SRC / f"{table}.parquet").exists():
+        t = pd.read_parquet(SLOPE_SRC / f"{table}.parquet")
+        t = t[(t["mode"] == "graph") & t.node_us.notna() & (t.node_us > 0)]
+        return t.assign(t_median_us=t.node_us)
+    t = pd.read_parquet(src / f"{table}.parquet")
+    return t[(t["mode"] == "graph") & t.t_median_us.notna()]
+
+
 def _graph_rows(pd, src, ops):
-    """Graph-timed rows of memcpy.parquet for these ops, t_median_us being the per-node device time: from
-    SLOPE_SRC's node_us where it has them (the per-replay cost removed), else src's per-launch time."""
-    if (SLOPE_SRC / "memcpy.parquet").exists():
-        c = pd.read_parquet(SLOPE_SRC / "memcpy.parquet")
-        c = c[c.op.isin(ops) & (c["mode"] == "graph") & c.node_us.notna() & (c.node_us > 0)]
-        return c.assign(t_median_us=c.node_us)
-    c = pd.read_parquet(src / "memcpy.parquet")
-    return c[c.op.isin(ops) & (c["mode"] == "graph") & c.t_median_us.notna()]
+    """Graph-timed rows of memcpy.parquet for these ops (per-node device time: _graph_table)."""
+    c = _graph_table(pd, src, "memcpy")
+    return c[c.op.isin(ops)]
 
 
 def _copy_rows(pd, src):
@@ -429,12 +435,8 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = K
     elementwise ops (fit rows)."""
     import pandas as pd
 
-    if (SLOPE_SRC / "elementwise.parquet").exists():
-        mb = pd.read_parquet(SLOPE_SRC / "elementwise.parquet")
-        mb = mb[mb.node_us.notna()].assign(t_median_us=lambda d: d.node_us)
-    else:
-        mb = pd.read_parquet(src / "elementwise.parquet")
-    mb = mb[(mb["mode"] == "graph") & mb.op.isin(["add", "mul", "silu", "gelu"]) & (mb.numel <= 2**16)]
+    mb = _graph_table(pd, src, "elementwise")
+    mb = mb[mb.op.isin(["add", "mul", "silu", "gelu"]) & (mb.numel <= 2**16)]
     mb = mb[mb.numel.map(lambda n: round(math.log2(n)) % 2 == 0)]
     rec = kernel_rows(paths)
     rec = rec[~rec.held_out].groupby(["op", "dtype", "numel"]).dur_ns.median().rename("rec_ns").reset_index()

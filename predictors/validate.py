@@ -19,11 +19,14 @@ import subprocess
 import sys
 import tempfile
 
+from timewarp.predictors.profile_build import SLOPE_SRC
+
 HERE = pathlib.Path(__file__).resolve().parent
 BENCH = HERE / "calibration" / "microbench_h200.py"
 DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29"}
-# newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us)
-DATA_TABLES = {"H200": {t: HERE / "data" / "h200" / "graph_slope_2026-12-01" for t in ("elementwise", "memcpy")}}
+# newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us),
+# the folder the profile's per-node rows come from
+DATA_TABLES = {"H200": {t: SLOPE_SRC for t in ("elementwise", "memcpy")}}
 
 # table -> (family shown, configuration columns that identify a row)
 TABLES = {
