@@ -118,3 +118,38 @@ def test_a_malformed_switch_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
     assert f"{name}={value!r}" in run.stderr and "expected 0 (off) or 1" in run.stderr, run.stderr
+
+
+def test_launches_block_once_the_stream_queue_is_full():
+    """The driver queues at most 1022 unfinished operations on a stream: the next launch waits until the
+    oldest ends (measured on the H200: predictors/data/h200/launch_queue_2026-12-01). Four long GEMMs
+    (about 25 ms each) keep the GPU busy; of the 1500 tiny adds behind them, the 1019th waits for the first
+    GEMM, each of the next three for one more, and the loop cannot end before the GEMMs do. Event records
+    take no slot."""
+    code = """
+    import json, time, torch
+    a = torch.randn(32768, 16384, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(16384, 16384, device="cuda", dtype=torch.bfloat16)
+    x = torch.zeros(1, device="cuda")
+    x.add_(1); torch.mm(a, b); torch.cuda.synchronize()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record()
+    for _ in range(4):
+        torch.mm(a, b)
+    e1.record()
+    dts, t0 = [], time.perf_counter()
+    for _ in range(1500):
+        t = time.perf_counter(); x.add_(1); dts.append(time.perf_counter() - t)
+    loop = time.perf_counter() - t0
+    torch.cuda.synchronize()
+    slow = [i for i, d in enumerate(dts) if d > 1e-3]
+    print(json.dumps({"slow": slow, "waits_ms": [dts[i] * 1e3 for i in slow],
+                      "gemm_ms": e0.elapsed_time(e1), "loop_ms": loop * 1e3}))
+    """
+    run = run_emulated(code)
+    assert run.rc == 0, run.stderr[-4000:]
+    r = run.result
+    assert r["slow"] == [1018, 1019, 1020, 1021], r
+    # each later blocked launch waits one GEMM; the loop lasts at least as long as the GEMMs
+    assert all(w == pytest.approx(r["gemm_ms"] / 4, rel=0.1) for w in r["waits_ms"][1:]), r
+    assert r["loop_ms"] >= r["gemm_ms"], r

@@ -6,6 +6,9 @@
 # file that comes back). Run from the repository root after the vLLM parts were copied to /root/parts.
 # Writes to $OUT: rec.tsv.<pid>.gz of the processes that used the GPU (split in 15 MiB pieces .gz.aa, ...),
 # serve.log, bench.log, case1.json, case2.json.
+# CASES (default "1 2") and PROMPTS (default 8 for case 1, 16 otherwise) choose the benchmark; with WAITS=1
+# the raw rows stay there and predictors/calibration/host_waits.py summarises, per process, where the host
+# waited for the GPU (waits.<pid>.json) instead.
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/raw"
@@ -30,9 +33,9 @@ while [ $(el) -lt 330 ]; do
 done
 note "ready=$ready"
 if [ $ready = 1 ]; then
-  for k in 1 2; do
+  for k in ${CASES:-1 2}; do
     read -r C I O N <<< "${SPEC[$k]}"
-    N=$(( k == 1 ? 8 : 16 ))
+    N=${PROMPTS:-$(( k == 1 ? 8 : 16 ))}
     timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --model "$MODEL" \
       --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
       --max-concurrency $C --save-result --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
@@ -44,6 +47,11 @@ ls -la "$OUT/raw" | grep -v " 4 Nov" | tee -a "$OUT/bench.log"
 grep -h "^E" "$OUT"/raw/rec.tsv.* | head -5 | tee -a "$OUT/bench.log"
 for f in "$OUT"/raw/rec.tsv.*; do
   [ $(stat -c %s "$f") -gt 100 ] || continue
+  if [ "${WAITS:-0}" = 1 ]; then
+    [ $(stat -c %s "$f") -gt 1000000 ] || continue
+    python3 predictors/calibration/host_waits.py "$f" --out "$OUT/waits.${f##*.}.json" 2>&1 | tee -a "$OUT/bench.log"
+    continue
+  fi
   gzip -c "$f" > "$OUT/$(basename $f).gz"
   if [ $(stat -c %s "$OUT/$(basename $f).gz") -gt 15000000 ]; then
     split -b 15M "$OUT/$(basename $f).gz" "$OUT/$(basename $f).gz." && rm "$OUT/$(basename $f).gz"

@@ -6,6 +6,13 @@
  * it); it ends after its predicted duration. Nothing runs: a host wait (synchronize, a blocking copy, an
  * event wait) moves the waiting thread's clock to the completion time. On a capturing stream an
  * operation is appended to the capture's graph instead.
+ *
+ * The host cannot run ahead of a stream without bound: the driver queues at most TW_LAUNCH_QUEUE_DEPTH
+ * operations a stream has not finished, and the next launch waits (spinning) until the oldest of them
+ * ends. Measured on the H200 (predictors/calibration/launch_queue.py, data launch_queue_2026-12-01): the
+ * 1022nd launch behind a busy kernel blocks, whether kernels, pinned copies or graph replays (one slot
+ * each); event records take no slot. vLLM's eager prefill steps meet it under async scheduling, when a
+ * step's launches queue behind a long step still on the GPU.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
@@ -26,7 +33,11 @@ struct tw_stream {
     uint64_t tail;
     tw_capture *cap;        /* the capture this stream takes part in, or NULL */
     struct tw_stream *next_free;
+    uint64_t *queue_end;    /* end times of the last TW_LAUNCH_QUEUE_DEPTH operations (a ring), or NULL */
+    unsigned queue_next;
 };
+
+#define TW_LAUNCH_QUEUE_DEPTH 1022
 
 static uint64_t next_stream_id = 1;
 static tw_stream *free_streams;     /* destroyed streams are reused, never freed: stale handles stay readable */
@@ -77,7 +88,10 @@ static tw_stream *stream_new(int dev, unsigned flags, int prio) {
         if (s && known_add(s)) { free(s); s = NULL; }
     }
     if (!s) return NULL;
+    uint64_t *ring = s->queue_end;  /* a reused stream keeps its ring's memory */
     memset(s, 0, sizeof *s);
+    if (ring) memset(ring, 0, TW_LAUNCH_QUEUE_DEPTH * sizeof *ring);
+    s->queue_end = ring;
     s->magic = STREAM_MAGIC;
     s->id = next_stream_id++;
     s->dev = dev;
@@ -200,6 +214,21 @@ void tw_stream_advance_to(tw_stream *s, uint64_t t) {
     TW_UNLOCK();
 }
 
+/* When a launch issued at host time host gets a slot in s's queue: the end of the operation
+ * TW_LAUNCH_QUEUE_DEPTH launches back, if that is later. Called with the lock held. */
+static uint64_t queue_slot_at(tw_stream *s, uint64_t host) {
+    if (!s->queue_end) return host;
+    uint64_t t = s->queue_end[s->queue_next];
+    return t > host ? t : host;
+}
+
+/* note an operation that takes a queue slot until end. Called with the lock held. */
+static void queue_take(tw_stream *s, uint64_t end) {
+    if (!s->queue_end && !(s->queue_end = calloc(TW_LAUNCH_QUEUE_DEPTH, sizeof *s->queue_end))) return;
+    s->queue_end[s->queue_next] = end;
+    s->queue_next = (s->queue_next + 1) % TW_LAUNCH_QUEUE_DEPTH;
+}
+
 /* side effects of an op that has been placed: the data it moves and the host function it calls */
 void tw_op_side_effects(const tw_op *op, uint64_t start) {
     switch (op->kind) {
@@ -228,12 +257,23 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
         TW_UNLOCK();
         return e;
     }
+    int slot = op->kind != TW_OP_EVENT_RECORD && op->kind != TW_OP_EVENT_WAIT;
+    if (slot) {
+        uint64_t free_at = queue_slot_at(s, host);
+        if (free_at > host) {   /* the queue is full: the launch returns once the GPU has taken one more */
+            TW_UNLOCK();
+            tw_sync_until(free_at);
+            host = tw_now();
+            TW_LOCK();
+        }
+    }
     int dev = s->dev;
     if (!op->duration) op->duration = tw_predict_ex(dev, op, &op->layer);
     else if (op->kind != TW_OP_GRAPH) op->layer = -1;
     uint64_t end, start = start_on(s, host);
     op->duration = tw_power_stretch(dev, op, start, op->duration);
     place_at(s, start, op->duration, &end);
+    if (slot) queue_take(s, end);
     tw_device_state *D = &tw_devices[dev];
     if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) D->copies++;
     else if (op->kind == TW_OP_GRAPH) D->kernels += tw_graph_exec_kernels(op->exec);

@@ -12,6 +12,9 @@
  *   S <corr> <node> <stream> <start> <end> <bytes>
  *   A <corr> <start> <end> <thread> <api name>     launches, copies, memsets, graph launches: the host's time
  *                                                   inside the runtime or driver call
+ *   L <corr> <start> <end> <thread> <api name>     any other runtime or driver call that took the host over
+ *                                                   LONG_API_NS (a synchronisation, an allocation, a launch
+ *                                                   that waited for room in the stream's queue shows as A)
  *   E <message>                                     the recorder could not attach (the program still runs)
  *   D <dropped records>
  *
@@ -74,6 +77,8 @@ static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *ma
     *max_records = 0;
 }
 
+#define LONG_API_NS 300000u
+
 /* the API calls whose host time is a launch's, a copy's, a memset's or a graph replay's */
 static int api_of_interest(const char *name) {
     return name && (strstr(name, "Launch") || strstr(name, "Memcpy") || strstr(name, "Memset") ||
@@ -124,6 +129,9 @@ static void write_record(const CUpti_Activity *r) {
         if (api_of_interest(name))
             fprintf(out, "A\t%u\t%" PRIu64 "\t%" PRIu64 "\t%u\t%s\n", a->correlationId, a->start, a->end, a->threadId,
                     name);
+        else if (a->end - a->start >= LONG_API_NS)
+            fprintf(out, "L\t%u\t%" PRIu64 "\t%" PRIu64 "\t%u\t%s\n", a->correlationId, a->start, a->end, a->threadId,
+                    name ? name : "?");
         break;
     }
     default: break;
