@@ -6,7 +6,8 @@ EMULATED_DIR is what integrations/bench/emulated_vllm_cases.sh wrote (caseK.json
 reference defaults to every committed H200 run of the cases in order on one server (REAL_DIRS: eight runs
 of cases 1-3, seven of case 4, six of 5-6; on lease e two profiled cases with other prompts ran first;
 cases 7-10, held out, on leases f and h; lease g, a slow host, ran cases 1-3 only; cases 11-14, held
-out, twice on lease i/j and on lease l; leases k and m ran cases 1-6 again, m also cases 10 and 13),
+out, twice on lease i/j and on lease l; leases k and m ran cases 1-6 again, m also cases 10 and 13;
+leases o and p ran cases 1, 2 and 6 with timelines, p also sampled by py-spy),
 each metric the mean over the runs, their range shown: the real card's own TTFT differs by up to 35%
 between leases (their hosts differ: host_speed.json), its TPOT by up to 5%. Cases 1-4
 are the issue's table, 5-6 held out (no fit used their lengths or concurrencies; they partly hit the
@@ -32,7 +33,8 @@ DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
 REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_2026-11-30c", "vllm_2026-11-30d",
                                  "vllm_2026-11-30e", "vllm_2026-11-30f", "vllm_2026-11-30g",
                                  "vllm_2026-11-30h", "vllm_2026-11-30i", "vllm_2026-11-30j",
-                                 "vllm_2026-11-30k", "vllm_2026-11-30l", "vllm_2026-11-30m", "vllm_2026-12-01o")]
+                                 "vllm_2026-11-30k", "vllm_2026-11-30l", "vllm_2026-11-30m", "vllm_2026-12-01o",
+                                 "vllm_2026-12-01p")]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 

@@ -15,6 +15,8 @@
 #      the case, PROFILE_STEPS steps) with other prompts (--seed 7: no prefix-cache hit for the later
 #      cases), their GPU activities -> prof_kernels_caseK.csv.gz (predictors/calibration/profile_kernels.py),
 #      their results -> prof_caseK.json (not part of the reference: the profiler slows the host).
+#      SPY (default none): the path of a py-spy binary; each case's EngineCore threads are sampled at 250 Hz
+#      without pausing it (--nonblocking; idle samples included) -> spy_caseK.txt (collapsed stacks).
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -76,12 +78,20 @@ if [ $ready = 1 ]; then
     name=$(case_name $k "$OUT")
     note "$name: C=$C I=$I O=$O N=$N (limit ${left}s)"
     echo "$name start $(mono_ns python3)" >> "$OUT/marks.txt"
+    # SPY=path to py-spy: sample the EngineCore's threads during the case (collapsed stacks, idle included)
+    spy=
+    if [ -n "${SPY:-}" ]; then
+      "$SPY" record --pid "$(pgrep -f VLLM::EngineCore | head -1)" --nonblocking --idle --threads --rate 250 \
+        --format raw -o "$OUT/spy_$name.txt" --duration 600 > "$OUT/spy_$name.log" 2>&1 &
+      spy=$!
+    fi
     timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
       --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
       --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
       >> "$OUT/bench.log" 2>&1
     note "$name rc=$?"
     echo "$name end $(mono_ns python3)" >> "$OUT/marks.txt"
+    [ -z "$spy" ] || { kill -INT $spy; wait $spy; }
     python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8000/metrics', timeout=10).read().decode())" > "$OUT/metrics_$name.txt" 2>&1
   done
 fi

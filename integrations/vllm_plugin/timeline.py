@@ -109,6 +109,37 @@ def _gpu_mark_end() -> None:
         _record("gpu.step", t, t, f"gpu_ms={a.elapsed_time(b):.4f}", 0)
 
 
+# Under emulation, the operations a step issued to the GPU's stream queues (the shim's count; a real run has
+# no such count and records none)
+_ops_at_start: list = []
+_ops_fn: list = []   # [the shim's tw_ops_queued, or None], looked up once
+
+
+def _ops_queued() -> int | None:
+    if not _ops_fn:
+        try:
+            import ctypes
+            f = ctypes.CDLL(None).tw_ops_queued
+            f.restype, f.argtypes = ctypes.c_uint64, [ctypes.c_int]
+        except (OSError, AttributeError):
+            f = None
+        _ops_fn.append(f)
+    if _ops_fn[0] is None:
+        return None
+    import torch
+    return _ops_fn[0](torch.cuda.current_device())
+
+
+def _execute_start(t0: int) -> None:
+    _gpu_mark_start(t0)
+    _ops_at_start[:] = [_ops_queued()]
+
+
+def _execute_detail(runner, out, *args) -> str:
+    n0, n1 = (_ops_at_start or [None])[0], _ops_queued()
+    return f"ops={n1 - n0}" if n0 is not None and n1 is not None else ""
+
+
 def _sched_detail(sched, out, *args) -> str:
     new = [len(r.prompt_token_ids or ()) for r in out.scheduled_new_reqs]
     return (f"tokens={out.total_num_scheduled_tokens} reqs={len(out.num_scheduled_tokens)} "
@@ -147,8 +178,15 @@ def register() -> None:
     _wrap(core, "EngineCoreProc", "preprocess_add_request", "core.input")
     _wrap(sched, "Scheduler", "schedule", "sched.schedule", _sched_detail)
     _wrap(sched, "Scheduler", "update_from_output", "sched.update", _update_detail)
-    _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute", before=_gpu_mark_start)
+    _wrap(runner, "GPUModelRunner", "execute_model", "runner.execute", _execute_detail, before=_execute_start)
     _wrap(runner, "GPUModelRunner", "sample_tokens", "runner.sample", after=_gpu_mark_end)
+    # execute_model's parts, to tell where a step's host time goes: new requests' state, the input
+    # batch, the attention metadata, and the model's forward (its launches)
+    _wrap(runner, "GPUModelRunner", "add_requests", "runner.add")
+    _wrap(runner, "GPUModelRunner", "prepare_inputs", "runner.inputs")
+    _wrap(runner, "GPUModelRunner", "prepare_attn", "runner.attn")
+    _wrap("vllm.v1.worker.gpu.model_states.default", "DefaultModelState", "prepare_attn", "runner.attn_meta")
+    _wrap("vllm.model_executor.models.llama", "LlamaForCausalLM", "forward", "model.forward")
     # a request's arrival in the API server (its handler is a coroutine function: the call returns at once)
     _wrap("vllm.entrypoints.openai.completion.serving", "OpenAIServingCompletion", "create_completion",
           "api.request")

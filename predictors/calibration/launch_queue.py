@@ -112,6 +112,23 @@ def triton_rows(n: int) -> list:
             measure("triton_20_args", [lambda: k16[(1,)](*xs, 1.0, 2.0, 3, 4, N=64)], n)]
 
 
+def gemm_rows(n: int) -> list:
+    """vLLM's eager GEMMs (Llama-3-8B projections at 768-8192 tokens): how many queue slots a call takes
+    (cuBLAS adds a memset before some GEMMs, and launches its nvjet kernels with cluster attributes)."""
+    rows = []
+    for t, k, nn in ((768, 4096, 4096), (1024, 4096, 28672), (2048, 4096, 6144), (8192, 4096, 4096),
+                     (8192, 4096, 28672), (8192, 14336, 4096)):
+        a = torch.randn(t, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(nn, k, device="cuda", dtype=torch.bfloat16)
+        c = torch.empty(t, nn, device="cuda", dtype=torch.bfloat16)
+        rows.append(measure(f"mm_{t}x{k}x{nn}", [lambda: torch.mm(a, w.t(), out=c)], min(n, 2500)))
+        del a, w, c
+    q = torch.randn(1, 32, 1024, 128, device="cuda", dtype=torch.bfloat16)
+    rows.append(measure("sdpa_1024", [lambda: torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)],
+                        min(n, 2500)))
+    return rows
+
+
 def copies() -> list:
     """Host-to-device copies from pageable memory behind a busy GPU: CUDA stages them through pinned
     buffers; whether a copy (or the n-th of many) waits for the stream is what vLLM's steps meet."""
@@ -137,7 +154,12 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--n", type=int, default=6000)
     ap.add_argument("--copies-only", action="store_true")
+    ap.add_argument("--gemm-only", action="store_true")
     a = ap.parse_args()
+    if a.gemm_only:
+        with open(a.out, "w") as f:
+            json.dump({"gpu": torch.cuda.get_device_name(0), "rows": gemm_rows(a.n)}, f, indent=1)
+        return
     if a.copies_only:
         with open(a.out, "w") as f:
             json.dump({"gpu": torch.cuda.get_device_name(0), "rows": copies()}, f, indent=1)
@@ -173,6 +195,7 @@ def main() -> None:
     # a longer busy period: does the depth stay the same (a count) when the backlog is older?
     rows.append(measure("add_1_sleep1000", [lambda: x.add_(1)], a.n, sleep_ms=1000.0))
     rows += triton_rows(a.n)
+    rows += gemm_rows(a.n)
     rows += copies()
     info = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__,
             "cuda": torch.version.cuda, "rows": rows}

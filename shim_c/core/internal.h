@@ -19,6 +19,7 @@ typedef struct tw_device_state {
     uint64_t blocking_tail;          /* completion of the last op on any blocking stream (legacy ordering) */
     uint64_t max_tail;               /* completion of the last op on any stream */
     uint64_t busy_ns, kernels, copies;
+    uint64_t queued;                 /* operations that took a launch-queue slot (stream.c) */
     uint64_t hot_since, hot_until;   /* the current run of compute-bound work (power.c); 0: none yet */
 } tw_device_state;
 

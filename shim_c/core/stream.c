@@ -273,8 +273,8 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     uint64_t end, start = start_on(s, host);
     op->duration = tw_power_stretch(dev, op, start, op->duration);
     place_at(s, start, op->duration, &end);
-    if (slot) queue_take(s, end);
     tw_device_state *D = &tw_devices[dev];
+    if (slot) { queue_take(s, end); D->queued++; }
     if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) D->copies++;
     else if (op->kind == TW_OP_GRAPH) D->kernels += tw_graph_exec_kernels(op->exec);
     else if (op->kind != TW_OP_HOST_FUNC) D->kernels++;
@@ -285,6 +285,16 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     else tw_op_side_effects(op, start);
     tw_report_snapshot_maybe();
     return TW_OK;
+}
+
+/* Operations issued to device dev's queues so far (kernels, copies, memsets, graph replays: one each), for
+ * the vLLM timeline's per-step counts (integrations/vllm_plugin/timeline.py) */
+uint64_t tw_ops_queued(int dev) {
+    if (dev < 0 || dev >= tw_ndevices) return 0;
+    TW_LOCK();
+    uint64_t n = tw_devices[dev].queued;
+    TW_UNLOCK();
+    return n;
 }
 
 tw_err tw_stream_synchronize(tw_stream *s) {

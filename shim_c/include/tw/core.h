@@ -280,6 +280,7 @@ int tw_stream_capturing(tw_stream *s);
 /* Stream captures in progress in this process (any thread): the shadow of small results stays out of them */
 int tw_captures_active(void);
 tw_err tw_stream_synchronize(tw_stream *s);
+uint64_t tw_ops_queued(int dev);   /* operations issued to dev's stream queues so far */
 tw_err tw_stream_query(tw_stream *s);          /* TW_OK or TW_ERR_NOT_READY, against the virtual clock */
 tw_err tw_device_synchronize(int dev);         /* dev < 0: every device */
 /* Blocking host copy (cudaMemcpy): waits for the stream's work, does the copy, advances the clock. */
