@@ -9,9 +9,9 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     copy  <dir> <pinned> <bytes> <ns>                               dir: 1 HtoD, 2 DtoH, 3 DtoD
     set   <bytes> <ns>                                              device memsets (cudaMemsetAsync)
     host  <launch_ns|graph_launch_ns|gemm_ns|attention_ns|sync_ns|module_load_ns|module_load_ns_per_mb|
-           graph_upload_ns|graph_upload_ns_per_node> <ns>
+           graph_upload_ns|graph_upload_ns_per_node|blas_kernel_load_ns> <ns>
           host costs of the real stack per call (per module loaded, per MB of its fatbinary; per graph upload,
-          per node)
+          per node; per cuBLAS kernel loaded)
     kgap  <ns>                                                      time between back-to-back kernels
     attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
@@ -472,9 +472,13 @@ def kernel_gap_ns(src: pathlib.Path = DEFAULT_SRC, paths: list[pathlib.Path] = K
 # replay of PyTorch graphs of 1-1000 in-place adds, host time of the call, 3 graphs per size on two runs:
 # 1.0 us per node (least squares: 1.001), fixed 8 us (N=1: 5.5-13 us; the least-squares intercept, 20 us,
 # carries the 1000-node graphs' spread).
+# blas_kernel_load_ns: cuBLAS loading a GEMM kernel at its first use in the process (shim_c/core/blas_lazy.c),
+# predictors/data/h200/launch_queue_2026-12-01/cublas_first_use.json: first call of a new shape with the GPU
+# idle minus the second, for the three shapes whose first call loaded a kernel (o, gate_up and lm_head: 2.83,
+# 2.52 and 2.34 ms, mean 2.56; qkv and down reused a kernel already loaded: 0.13-0.16 ms).
 HOST_COSTS_NS = {"launch_ns": 4240, "graph_launch_ns": 2450, "gemm_ns": 8200, "attention_ns": 9540,
                  "sync_ns": 1260, "module_load_ns": 7570000, "module_load_ns_per_mb": 6950000,
-                 "graph_upload_ns": 8000, "graph_upload_ns_per_node": 1000}
+                 "graph_upload_ns": 8000, "graph_upload_ns_per_node": 1000, "blas_kernel_load_ns": 2560000}
 
 
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with_held_out: bool = True) -> int:

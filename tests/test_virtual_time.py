@@ -123,9 +123,9 @@ def test_a_malformed_switch_is_named(name, value):
 def test_launches_block_once_the_stream_queue_is_full():
     """The driver queues at most 1022 unfinished operations on a stream: the next launch waits until the
     oldest ends (measured on the H200: predictors/data/h200/launch_queue_2026-12-01). Four long GEMMs
-    (about 25 ms each) keep the GPU busy; of the 1500 tiny adds behind them, the 1019th waits for the first
-    GEMM, each of the next three for one more, and the loop cannot end before the GEMMs do. Event records
-    take no slot."""
+    (about 25 ms each; with cuBLAS's memset before each, eight slots) keep the GPU busy; of the 1500 tiny
+    adds behind them, the 1016th waits for the first GEMM, every second one after it for one more, and the
+    loop cannot end before the GEMMs do. Event records take no slot."""
     code = """
     import json, time, torch
     a = torch.randn(32768, 16384, device="cuda", dtype=torch.bfloat16)
@@ -149,7 +149,50 @@ def test_launches_block_once_the_stream_queue_is_full():
     run = run_emulated(code)
     assert run.rc == 0, run.stderr[-4000:]
     r = run.result
-    assert r["slow"] == [1018, 1019, 1020, 1021], r
+    assert r["slow"] == [1015, 1017, 1019, 1021], r
     # each later blocked launch waits one GEMM; the loop lasts at least as long as the GEMMs
     assert all(w == pytest.approx(r["gemm_ms"] / 4, rel=0.1) for w in r["waits_ms"][1:]), r
     assert r["loop_ms"] >= r["gemm_ms"], r
+
+
+_CUBLAS_FIRST_USE = """
+import ctypes, json, time, torch
+ops = ctypes.CDLL(None).tw_ops_queued
+ops.restype, ops.argtypes = ctypes.c_uint64, [ctypes.c_int]
+w = torch.randn(28672, 4096, device="cuda", dtype=torch.bfloat16)
+x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16)
+def busy():                      # about 40 ms of GEMMs of a shape already used
+    for _ in range(15):
+        torch.mm(x, w.t())
+def host_ms(n):
+    t = time.perf_counter(); torch.mm(x[:n], w.t()); return (time.perf_counter() - t) * 1e3
+host_ms(16); busy(); torch.cuda.synchronize()
+r = {}
+for name, n in (("new", 6155), ("again", 6155), ("new_odd", 6156), ("small_same_class", 9), ("small_new", 17)):
+    busy()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    e0.record(); busy(); e1.record()     # the GPU time still queued when the GEMM is issued
+    r[name] = host_ms(n)
+    torch.cuda.synchronize()
+    r["queued_ms"] = e0.elapsed_time(e1)
+o0 = ops(0); torch.mm(x[:2048], w[:4096].t()); o1 = ops(0); torch.mm(x, w[:4096].t()); o2 = ops(0)
+r["ops_small"], r["ops_large"] = o1 - o0, o2 - o1
+print(json.dumps(r))
+"""
+
+
+def test_cublas_first_use_of_a_kernel_waits_for_the_gpu():
+    """cuBLAS loads a GEMM kernel at its first use in the process, and the load waits for the work queued on
+    the device (measured on the H200: a new shape behind 200 ms of GPU work returned after 199.8 ms, again
+    after 0.2 ms; predictors/data/h200/launch_queue_2026-12-01/cublas_first_use.json). Up to 512 a dimension
+    counts by multiples of 8 (9 tokens runs 16's kernel), above it exactly. GEMMs with large outputs issue
+    a memset first: two queue slots."""
+    run = run_emulated(_CUBLAS_FIRST_USE)
+    assert run.rc == 0, run.stderr[-4000:]
+    r = run.result
+    assert r["new"] > 0.8 * r["queued_ms"] and r["new_odd"] > 0.8 * r["queued_ms"], r
+    assert r["again"] < 1 and r["small_same_class"] < 1, r
+    assert r["small_new"] > 0.8 * r["queued_ms"], r
+    assert (r["ops_small"], r["ops_large"]) == (1, 2), r
+    eager = run_emulated(_CUBLAS_FIRST_USE, env={"CUDA_MODULE_LOADING": "EAGER"}).result
+    assert eager["new"] < 1 and eager["small_new"] < 1, eager

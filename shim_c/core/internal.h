@@ -23,6 +23,10 @@ typedef struct tw_device_state {
     uint64_t hot_since, hot_until;   /* the current run of compute-bound work (power.c); 0: none yet */
 } tw_device_state;
 
+/* blas_lazy.c: what cuBLAS does on the host before a GEMM's kernel (its first-use load, waiting for the
+ * device; the memset of stream-K kernels); called by tw_enqueue for GEMM-annotated operations */
+void tw_blas_before_gemm(struct tw_stream *s, const tw_op *op);
+
 /* power.c: op's duration on device dev when it starts at start, stretched where the power cap slows the card
  * (kernels and graph replays); whether a predicted op's time may be stretched (measured at full clock) */
 uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur);

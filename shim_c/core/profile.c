@@ -138,6 +138,7 @@ static void load_rows(void) {
             else if (!strcmp(what, "module_load_ns_per_mb")) host_costs[TW_HOST_MODULE_LOAD_PER_MB] = (uint64_t)ns;
             else if (!strcmp(what, "graph_upload_ns")) host_costs[TW_HOST_GRAPH_UPLOAD] = (uint64_t)ns;
             else if (!strcmp(what, "graph_upload_ns_per_node")) host_costs[TW_HOST_GRAPH_UPLOAD_PER_NODE] = (uint64_t)ns;
+            else if (!strcmp(what, "blas_kernel_load_ns")) host_costs[TW_HOST_BLAS_KERNEL_LOAD] = (uint64_t)ns;
             else bad++;
         } else if (!strcmp(fam, "attnstep")) {
             if (sscanf(line, "%*s %lf %lf %lf %lf", &attn_step[0], &attn_step[1], &attn_step[2], &attn_step[3]) == 4)

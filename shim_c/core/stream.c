@@ -241,6 +241,7 @@ void tw_op_side_effects(const tw_op *op, uint64_t start) {
 
 tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     if (!s) return TW_ERR_INVALID_HANDLE;
+    if (op->ann.kind == TW_ANN_GEMM) tw_blas_before_gemm(s, op);
     /* the real runtime's launch path costs the host more than the shim's: charge the difference, and take
      * the host's issue time from the same clock reading */
     uint64_t cost = 0;

@@ -120,6 +120,8 @@ typedef enum {
     TW_HOST_MODULE_LOAD = 5, TW_HOST_MODULE_LOAD_PER_MB = 6,
     /* uploading an executable graph (its first launch, or cudaGraphUpload): a fixed part and one per node */
     TW_HOST_GRAPH_UPLOAD = 7, TW_HOST_GRAPH_UPLOAD_PER_NODE = 8,
+    /* cuBLAS loading a GEMM kernel at its first use in the process (core/blas_lazy.c) */
+    TW_HOST_BLAS_KERNEL_LOAD = 9,
     TW_HOST_NCOSTS
 } tw_host_cost;
 uint64_t tw_profile_host_cost(tw_host_cost which);
