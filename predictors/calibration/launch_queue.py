@@ -1,9 +1,8 @@
 """How many operations the host may queue on a busy GPU before a launch blocks, and what the block costs.
 
 A launch returns at once while the stream's queue has room; once the GPU is that many operations behind,
-the next launch waits (spinning, in the driver) until the GPU takes one more. vLLM's eager prefill steps
-run into this under serving: a step's launches queue behind a long step on the GPU and its execute_model
-takes the GPU's time, not the host's (docs/VLLM.md, fourteenth session). This measures the depth:
+the next launch waits (spinning, in the driver) until the GPU takes one more. This measures the depth, how
+many slots an operation takes (cuBLAS GEMMs with a memset take two), and when host-to-device copies wait:
 
     python predictors/calibration/launch_queue.py --out FILE.json
 

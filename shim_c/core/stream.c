@@ -11,8 +11,9 @@
  * operations a stream has not finished, and the next launch waits (spinning) until the oldest of them
  * ends. Measured on the H200 (predictors/calibration/launch_queue.py, data launch_queue_2026-12-01): the
  * 1022nd launch behind a busy kernel blocks, whether kernels, pinned copies or graph replays (one slot
- * each); event records take no slot. vLLM's eager prefill steps meet it under async scheduling, when a
- * step's launches queue behind a long step still on the GPU.
+ * each); event records take no slot. A program that issues more than that ahead of the GPU (long eager
+ * loops of small kernels behind big ones) waits here; vLLM's eager steps take 434-529 slots each
+ * (vllm_queue_slots.json), so its two steps in flight stay just under the depth.
  */
 #define _GNU_SOURCE
 #include <stdlib.h>
