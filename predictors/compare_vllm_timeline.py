@@ -37,6 +37,9 @@ def load(d: Path) -> tuple[list[tuple], dict[str, dict[str, int]]]:
     return ev, marks
 
 
+EXECUTE_PARTS = ("runner.add", "runner.inputs", "runner.attn", "runner.attn_meta", "model.forward")
+
+
 def phases(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
     """Durations (ms) of each phase in [t0, t1], keyed 'phase/kind'."""
     out: dict[str, list[float]] = {}
@@ -61,6 +64,8 @@ def phases(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
             add(f"schedule/{kind}", e - s, cpu)
         elif name in ("runner.execute", "runner.sample") and kind:
             add(f"{name.split('.')[1]}/{kind}", e - s, cpu)
+        elif name in EXECUTE_PARTS and kind:  # execute_model's parts (timelines since lease p)
+            add(f"{name}/{kind}", e - s, cpu)
         elif name == "gpu.step" and kind:
             add(f"gpu span/{kind}", float(detail.split("gpu_ms=")[1]) * 1e6)
         elif name == "sched.update":

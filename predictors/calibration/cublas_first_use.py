@@ -21,23 +21,10 @@ import time
 
 import torch
 
+from gpu_busy import busy
+
 PROJ = {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
         "lm_head": (4096, 128256)}
-_cyc: list = []
-
-
-def busy(ms: float) -> None:
-    if not _cyc:
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(2):
-            e0.record()
-            torch.cuda._sleep(50_000_000)
-            e1.record()
-            torch.cuda.synchronize()
-        _cyc.append(50_000_000 / e0.elapsed_time(e1))
-    torch.cuda._sleep(int(_cyc[0] * ms))
-
-
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)

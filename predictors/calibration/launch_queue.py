@@ -20,22 +20,9 @@ import time
 
 import torch
 
+from gpu_busy import busy
+
 BLOCK_NS = 50_000
-
-
-_CYCLES_PER_MS: list = []
-
-
-def busy(ms: float) -> None:
-    # torch.cuda._sleep spins one kernel for a number of GPU cycles: time a known count once
-    if not _CYCLES_PER_MS:
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        e0.record()
-        torch.cuda._sleep(20_000_000)
-        e1.record()
-        torch.cuda.synchronize()
-        _CYCLES_PER_MS.append(20_000_000 / e0.elapsed_time(e1))
-    torch.cuda._sleep(int(_CYCLES_PER_MS[0] * ms))
 
 
 def measure(name: str, ops: list, n: int, sleep_ms: float = 300.0) -> dict:

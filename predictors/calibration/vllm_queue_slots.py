@@ -33,6 +33,7 @@ a = ap.parse_args()
 import torch  # noqa: E402
 from vllm import LLM, SamplingParams  # noqa: E402
 import vllm.v1.worker.gpu.model_runner as mr  # noqa: E402
+from gpu_busy import busy  # noqa: E402
 
 try:
     _ops = ctypes.CDLL(None).tw_ops_queued
@@ -42,21 +43,6 @@ except AttributeError:
 
 state = {"K": None, "exec_ms": None, "ops": None, "tokens": None}
 _x = []
-_cyc = []
-
-
-def busy(ms: float) -> None:
-    if not _cyc:
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        for _ in range(2):   # the second reading, with the clock up
-            e0.record()
-            torch.cuda._sleep(50_000_000)
-            e1.record()
-            torch.cuda.synchronize()
-        _cyc.append(50_000_000 / e0.elapsed_time(e1))
-    torch.cuda._sleep(int(_cyc[0] * ms))
-
-
 orig = mr.GPUModelRunner.execute_model
 
 
