@@ -9,6 +9,10 @@ operations the GPU still had queued when it began: operations issued before it (
 whose last GPU activity (kernel, copy or memset rows of the same correlation id; a graph launch counts once)
 ended after it began. A launch that waited with about 1021 operations queued met the stream queue's depth
 (predictors/data/h200/launch_queue_2026-12-01); a synchronising call shows its own name.
+Caveat: vLLM's shutdown kills the EngineCore, and the CUPTI buffers not yet written are lost with it: in the
+fourteenth session's run (case 2, 32 prompts) only the case's first 2 s came back, and CUPTI's own cost
+(about 0.75 ms per graph replay) slowed the steps. That run found one 140 ms cuKernelSetAttribute, the lead
+to cuBLAS's lazy loading (cublas_first_use.json); py-spy (real_vllm_baseline.sh SPY=) served better.
 """
 from __future__ import annotations
 
