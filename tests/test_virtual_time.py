@@ -175,6 +175,14 @@ for name, n in (("new", 6155), ("again", 6155), ("new_odd", 6156), ("small_same_
     r[name] = host_ms(n)
     torch.cuda.synchronize()
     r["queued_ms"] = e0.elapsed_time(e1)
+g = torch.cuda.CUDAGraph()          # a shape first met in a capture: loaded there, no wait after
+with torch.cuda.graph(g):
+    torch.mm(x[:333], w.t())
+busy()
+e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+e0.record(); busy(); e1.record()
+r["after_capture"] = host_ms(330)     # 330 runs 336's kernel, captured above
+torch.cuda.synchronize()
 o0 = ops(0); torch.mm(x[:2048], w[:4096].t()); o1 = ops(0); torch.mm(x, w[:4096].t()); o2 = ops(0)
 r["ops_small"], r["ops_large"] = o1 - o0, o2 - o1
 print(json.dumps(r))
@@ -185,14 +193,15 @@ def test_cublas_first_use_of_a_kernel_waits_for_the_gpu():
     """cuBLAS loads a GEMM kernel at its first use in the process, and the load waits for the work queued on
     the device (measured on the H200: a new shape behind 200 ms of GPU work returned after 199.8 ms, again
     after 0.2 ms; predictors/data/h200/launch_queue_2026-12-01/cublas_first_use.json). Up to 512 a dimension
-    counts by multiples of 8 (9 tokens runs 16's kernel), above it exactly. GEMMs with large outputs issue
-    a memset first: two queue slots."""
+    counts by multiples of 8 (9 tokens runs 16's kernel), above it exactly; a shape captured in a CUDA
+    graph is loaded there. GEMMs with large outputs issue a memset first: two queue slots."""
     run = run_emulated(_CUBLAS_FIRST_USE)
     assert run.rc == 0, run.stderr[-4000:]
     r = run.result
     assert r["new"] > 0.8 * r["queued_ms"] and r["new_odd"] > 0.8 * r["queued_ms"], r
     assert r["again"] < 1 and r["small_same_class"] < 1, r
     assert r["small_new"] > 0.8 * r["queued_ms"], r
+    assert r["after_capture"] < 1, r
     assert (r["ops_small"], r["ops_large"]) == (1, 2), r
     eager = run_emulated(_CUBLAS_FIRST_USE, env={"CUDA_MODULE_LOADING": "EAGER"}).result
     assert eager["new"] < 1 and eager["small_new"] < 1, eager
