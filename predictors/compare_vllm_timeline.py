@@ -122,6 +122,21 @@ def missed_steps(ev: list[tuple], t0: int, t1: int, slack_ns: int = 1_000_000) -
     return missed, min(len(ins), len(adds))
 
 
+def gpu_waits(ev: list[tuple], t0: int, t1: int, min_ms: float = 50.0) -> list[tuple[str, int, float]]:
+    """Calls of the EngineCore's execute_model or sample_tokens in [t0, t1] that took over min_ms: where the
+    host waited for the GPU (cuBLAS loading a kernel at its first use waits for all queued work,
+    shim_c/core/blas_lazy.c). (phase, the step's tokens, ms), in order."""
+    out, tokens = [], 0
+    for s, e, name, _tid, detail, _cpu in ev:
+        if not t0 <= s <= t1:
+            continue
+        if name == "sched.schedule":
+            tokens = int(dict(kv.split("=") for kv in detail.split() if "=" in kv).get("tokens", 0))
+        elif name in ("runner.execute", "runner.sample") and (e - s) / 1e6 > min_ms:
+            out.append((name.split(".")[1], tokens, round((e - s) / 1e6, 1)))
+    return out
+
+
 def _table(title: str, real: dict, emu: dict) -> None:
     print(f"  {title:<26} {'n real/emu':>11} {'real ms':>9} {'emu ms':>9} {'error':>8}")
     for key in sorted(set(real) | set(emu), key=lambda k: (k.split("/")[-1], k)):
@@ -149,6 +164,11 @@ def main(argv: list[str] | None = None) -> int:
         (rm, rn), (em, en) = missed_steps(rev, *rw), missed_steps(eev, *ew)
         print(f"{case}: requests that missed an engine step after reaching the API server's input: real {rm} of "
               f"{rn}, emulated {em} of {en}")
+        for side, evs, win in (("real", rev, rw), ("emulated", eev, ew)):
+            w = gpu_waits(evs, *win)
+            print(f"{case}: {side}: {len(w)} steps waited over 50 ms in execute or sample"
+                  + (f" ({sum(x[2] for x in w):.0f} ms): " + ", ".join(f"{p} {t} tok {ms:.0f} ms" for p, t, ms in w[:8])
+                     + (" ..." if len(w) > 8 else "") if w else ""))
         rc, ec = first_token_chain(rev, *rw), first_token_chain(eev, *ew)
         if rc and ec:
             print(f"{case}: first-token chain (meaningful at concurrency 1)")

@@ -284,6 +284,24 @@ def test_missed_steps_counts_requests_that_joined_a_later_engine_step():
     assert missed_steps(ev, 0, 20 * ms, slack_ns=4 * ms) == (0, 3)
 
 
+def test_gpu_waits_lists_engine_calls_that_waited_for_the_gpu():
+    """predictors/compare_vllm_timeline.py: execute_model and sample_tokens calls over 50 ms (a cuBLAS kernel
+    load waiting for the steps on the GPU, shim_c/core/blas_lazy.c), each with its step's token count."""
+    from timewarp.predictors.compare_vllm_timeline import gpu_waits
+
+    ms = 1_000_000
+    ev = [
+        (0, 1 * ms, "sched.schedule", "2", "tokens=8192 reqs=12 new=11", -1),
+        (1 * ms, 16 * ms, "runner.execute", "2", "", -1),              # 15 ms: no wait
+        (16 * ms, 200 * ms, "runner.sample", "2", "", -1),             # 184 ms: waited
+        (201 * ms, 202 * ms, "sched.schedule", "2", "tokens=6155 reqs=16 new=6", -1),
+        (202 * ms, 390 * ms, "runner.execute", "2", "", -1),           # 188 ms: waited
+        (390 * ms, 391 * ms, "runner.sample", "2", "", -1),
+        (500 * ms, 600 * ms, "runner.execute", "2", "", -1),           # outside the window
+    ]
+    assert gpu_waits(ev, 0, 450 * ms) == [("sample", 8192, 184.0), ("execute", 6155, 188.0)]
+
+
 def test_validate_judges_graph_rows_by_their_per_node_slope(tmp_path):
     """A graph row's t_median_us divides a fixed per-replay cost (about 12 us on the H200) among its `inner`
     nodes; with --graph-slope both runs also report node_us, and `timewarp validate` compares those as
