@@ -78,7 +78,6 @@ if [ $ready = 1 ]; then
     name=$(case_name $k "$OUT")
     note "$name: C=$C I=$I O=$O N=$N (limit ${left}s)"
     echo "$name start $(mono_ns python3)" >> "$OUT/marks.txt"
-    # SPY=path to py-spy: sample the EngineCore's threads during the case (collapsed stacks, idle included)
     spy=
     if [ -n "${SPY:-}" ]; then
       "$SPY" record --pid "$(pgrep -f VLLM::EngineCore | head -1)" --nonblocking --idle --threads --rate 250 \
