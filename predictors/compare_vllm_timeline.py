@@ -77,8 +77,13 @@ def phases(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
 
 def _chunked(detail: str) -> bool:
     # a step with more tokens than requests carries prompt tokens (a chunk of a prompt begun earlier)
-    f = dict(kv.split("=") for kv in detail.split() if "=" in kv)
+    f = _fields(detail)
     return int(f.get("tokens", 0)) > int(f.get("reqs", 0))
+
+
+def _fields(detail: str) -> dict[str, str]:
+    """A timeline event's detail, 'key=value key=value ...', as a dict"""
+    return dict(kv.split("=", 1) for kv in detail.split() if "=" in kv)
 
 
 def first_token_chain(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
@@ -131,7 +136,7 @@ def gpu_waits(ev: list[tuple], t0: int, t1: int, min_ms: float = 50.0) -> list[t
         if not t0 <= s <= t1:
             continue
         if name == "sched.schedule":
-            tokens = int(dict(kv.split("=") for kv in detail.split() if "=" in kv).get("tokens", 0))
+            tokens = int(_fields(detail).get("tokens", 0))
         elif name in ("runner.execute", "runner.sample") and (e - s) / 1e6 > min_ms:
             out.append((name.split(".")[1], tokens, round((e - s) / 1e6, 1)))
     return out

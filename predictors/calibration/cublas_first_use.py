@@ -21,7 +21,7 @@ import time
 
 import torch
 
-from gpu_busy import busy
+from gpu_helpers import busy
 
 PROJ = {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
         "lm_head": (4096, 128256)}

@@ -20,7 +20,7 @@ import time
 
 import torch
 
-from gpu_busy import busy
+from gpu_helpers import busy, graph_of_adds
 
 BLOCK_NS = 50_000
 
@@ -168,15 +168,7 @@ def main() -> None:
     rows.append(measure("event_record", [lambda: torch.cuda.Event().record()], a.n))
     rows.append(measure("add_then_cat", [lambda: x.add_(1), lambda: torch.cat(parts)], a.n))
     # a CUDA graph of 10 adds, replayed: does a replay take one slot or ten?
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        x.add_(1)
-    torch.cuda.current_stream().wait_stream(s)
-    with torch.cuda.graph(g):
-        for _ in range(10):
-            x.add_(1)
+    g = graph_of_adds(x, 10)
     rows.append(measure("graph_10_adds", [g.replay], a.n // 2))
     # a longer busy period: does the depth stay the same (a count) when the backlog is older?
     rows.append(measure("add_1_sleep1000", [lambda: x.add_(1)], a.n, sleep_ms=1000.0))

@@ -9,6 +9,8 @@ import time
 
 import torch
 
+from gpu_helpers import graph_of_adds
+
 n = int(sys.argv[1]) if len(sys.argv) > 1 else 20000
 x = torch.zeros(1, device="cuda")
 w = torch.randn(256, 256, device="cuda", dtype=torch.bfloat16)
@@ -27,15 +29,7 @@ def per_call(fn, k):
     return (time.perf_counter() - t) / k * 1e6
 
 
-g = torch.cuda.CUDAGraph()
-s = torch.cuda.Stream()
-s.wait_stream(torch.cuda.current_stream())
-with torch.cuda.stream(s):
-    x.add_(1)
-torch.cuda.current_stream().wait_stream(s)
-with torch.cuda.graph(g):
-    for _ in range(10):
-        x.add_(1)
+g = graph_of_adds(x, 10)
 out = {"add_us": per_call(lambda: x.add_(1), n), "gemm_us": per_call(lambda: a @ w, n // 4),
        "graph10_us": per_call(g.replay, n // 10)}
 print(json.dumps({k: round(v, 3) for k, v in out.items()}), flush=True)

@@ -33,7 +33,7 @@ a = ap.parse_args()
 import torch  # noqa: E402
 from vllm import LLM, SamplingParams  # noqa: E402
 import vllm.v1.worker.gpu.model_runner as mr  # noqa: E402
-from gpu_busy import busy  # noqa: E402
+from gpu_helpers import busy  # noqa: E402
 
 try:
     _ops = ctypes.CDLL(None).tw_ops_queued
