@@ -17,6 +17,8 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
     krow  <outputs> <inputs> <ns> <demangled kernel name>           PyTorch's reductions and norms by row shape
     attnstep <t0_ns> <eff_compute> <eff_memory> <per_tile_ns>       vLLM's FA3 main kernel per step (step.c)
+    blaskern <M> <K> <N first> <N last> <kernel id> <2nd kernel id or 0> <memset>
+          which cuBLAS kernel a bf16 F.linear shape runs over a range of token counts (blas_lazy.c)
 
 Device times come from CUDA-graph replays (`mode == graph`: no launch gaps), copies between host and device
 from eager loops (the only mode measured for them). PyTorch's F.linear(x[m,k], w[n,k]) is cuBLAS
@@ -60,6 +62,8 @@ are fitted on the fitted rows in both.
 """
 from __future__ import annotations
 
+import gzip
+import json
 import math
 import pathlib
 import sys
@@ -481,6 +485,30 @@ HOST_COSTS_NS = {"launch_ns": 4240, "graph_launch_ns": 2450, "gemm_ns": 8200, "a
                  "graph_upload_ns": 8000, "graph_upload_ns_per_node": 1000, "blas_kernel_load_ns": 2560000}
 
 
+# Which cuBLAS kernel each bf16 linear layer's GEMM runs at every token count (1-8192; lm_head rows 1-1024)
+# for four models' projections, measured on the H200 (predictors/calibration/cublas_kernel_table.py,
+# data/h200/cublas_kernels_2026-12-01). shim_c/core/blas_lazy.c loads a kernel at its first use with it.
+BLAS_KERNELS = HERE / "data" / "h200" / "cublas_kernels_2026-12-01" / "cublas_kernel_table.json.gz"
+
+
+def blas_kernel_rows(path: pathlib.Path = BLAS_KERNELS) -> list[tuple[int, ...]]:
+    """Rows (m, k, first token count, last, kernel id, second kernel's id or 0, memset 1/0) in cuBLAS's
+    terms (m: the layer's output features, k: its input features, n: tokens; A transposed). A kernel's id
+    is the same wherever its name recurs: a kernel loaded by one shape is loaded for every shape that runs
+    it. The second kernel is a split-K reduction; the memset comes before stream-K/cooperative kernels."""
+    if not path.exists():
+        return []
+    ids: dict[str, int] = {}
+    out = []
+    for projs in json.loads(gzip.decompress(path.read_bytes()))["models"].values():
+        for t in projs.values():
+            for first, last, ki, memset in t["runs"]:
+                names = t["kernels"][ki].split("+")
+                kid = [ids.setdefault(nm, len(ids) + 1) for nm in names] + [0]
+                out.append((t["n"], t["k"], first, last, kid[0], kid[1], memset))
+    return sorted(out)
+
+
 def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with_held_out: bool = True) -> int:
     """Write the table: with every measured row (the shipped profile), or without the held-out ones (the one
     `timewarp validate` measures the held-out errors with). The FA3 step model (attnstep) and the launch gap
@@ -518,6 +546,10 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with
             n += 1
     for r in kern_table(with_held_out).itertuples():
         lines.append("\t".join(["kern", *(str(int(getattr(r, d))) for d in KERN_KEY[1:]), f"{r.ns:.0f}", r.name]))
+        n += 1
+    # not durations: which kernel each shape runs (no held-out split: nothing is fitted to them)
+    for row in blas_kernel_rows():
+        lines.append("\t".join(["blaskern", *map(str, row)]))
         n += 1
     out.write_text("\n".join(lines) + "\n")
     return n

@@ -98,3 +98,22 @@ def test_bench_compare_names_cases_whose_prefix_cache_state_differs(tmp_path):
     assert not any("WARNING" in line for line in same), same
     other = bc.prefix_table(_bench_dir(tmp_path / "emu_other", {11: 0.734, 12: 0.50}), real)
     assert "WARNING: case(s) 11:" in other[-1], other
+
+
+def test_bench_compare_reference_leaves_out_real_runs_with_another_prefix_cache(tmp_path):
+    """A real run of a case whose prefix cache served another share of the prompt tokens than the other
+    real runs' (lease q ran case 1 after 13 and 14: 93.8% hits against 0%) measured another workload: the
+    reference's mean leaves it out, and says so."""
+    import json
+
+    from timewarp.integrations import bench_compare as bc
+
+    dirs = []
+    for name, hits, ttft in (("a", 0.0, 20.0), ("b", 0.01, 22.0), ("c", 0.938, 14.0)):
+        d = _bench_dir(tmp_path / name, {1: hits})
+        (d / "case1.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 5.0, "output_throughput": 200.0}))
+        dirs.append(d)
+    ref = bc.real_reference(dirs)
+    assert ref[1]["mean_ttft_ms_runs"] == [20.0, 22.0] and ref[1]["mean_ttft_ms"] == 21.0, ref[1]
+    left_out = bc.reference_runs(dirs)[1]
+    assert len(left_out) == 1 and left_out[0].startswith("c: case 1 (93.8%"), left_out

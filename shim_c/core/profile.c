@@ -140,6 +140,12 @@ static void load_rows(void) {
             else if (!strcmp(what, "graph_upload_ns_per_node")) host_costs[TW_HOST_GRAPH_UPLOAD_PER_NODE] = (uint64_t)ns;
             else if (!strcmp(what, "blas_kernel_load_ns")) host_costs[TW_HOST_BLAS_KERNEL_LOAD] = (uint64_t)ns;
             else bad++;
+        } else if (!strcmp(fam, "blaskern")) {
+            long long m, k, n0, n1;
+            int kid, kid2, ms;
+            if (sscanf(line, "%*s %lld %lld %lld %lld %d %d %d", &m, &k, &n0, &n1, &kid, &kid2, &ms) == 7)
+                tw_blas_table_add(m, k, n0, n1, kid, kid2, ms);
+            else bad++;
         } else if (!strcmp(fam, "attnstep")) {
             if (sscanf(line, "%*s %lf %lf %lf %lf", &attn_step[0], &attn_step[1], &attn_step[2], &attn_step[3]) == 4)
                 have_attn_step = 1;
@@ -177,6 +183,7 @@ static void load_rows(void) {
         tw_log("TIMEWARP_PROFILE=%s names no catalog GPU (a 'gpu <KEY>' line); the profile is not used", path);
         ngemm = nattn = ncopy = nkern = nkrow = 0;
         memset(host_costs, 0, sizeof host_costs);
+        tw_blas_table_clear();
     }
 }
 
