@@ -3,20 +3,19 @@
     python -m timewarp.integrations.bench_compare EMULATED_DIR [EMULATED_DIR ...] [--real DIR ...]
 
 EMULATED_DIR is what integrations/bench/emulated_vllm_cases.sh wrote (caseK.json, wall.txt); the real
-reference defaults to every committed H200 run of the cases in order on one server (REAL_DIRS: eight runs
-of cases 1-3, seven of case 4, six of 5-6; on lease e two profiled cases with other prompts ran first;
-cases 7-10, held out, on leases f and h; lease g, a slow host, ran cases 1-3 only; cases 11-14, held
-out, twice on lease i/j and on lease l; leases k and m ran cases 1-6 again, m also cases 10 and 13;
-leases o and p ran cases 1, 2 and 6 with timelines, p also sampled by py-spy; lease q ran 8, 4, 13, 14 and
-1 in that order, with timelines: its cases 1, 4 and 14 found another prefix cache and are left out, as is
-lease e's case 1, by the rule of reference_runs), each metric the mean over the runs, their range shown: the real card's own TTFT differs by up to 35%
-between leases (their hosts differ: host_speed.json), its TPOT by up to 5%. Cases 1-4
-are the issue's table, 5-6 held out (no fit used their lengths or concurrencies; they partly hit the
-prefix cache filled by the earlier cases, on the real card as in the emulation: the random dataset's
-prompts share their first tokens across lengths). Errors are (emulated - real mean) / real mean. Speed is virtual
-seconds of benchmark per wall second of emulation. With several emulated runs, a last table gives each
-error's mean and range over them (emulated runs are not yet deterministic).
-Speed is given over the whole client command and, where wall.txt marks it, over the client's main run
+reference defaults to every committed H200 run of the cases in order on one server (REAL_DIRS: eight runs of
+cases 1-3, seven of case 4, six of 5-6; on lease e two profiled cases with other prompts ran first; cases
+7-10, held out, on leases f and h; lease g, a slow host, ran cases 1-3 only; cases 11-14, held out, twice on
+lease i/j and on lease l; leases k and m ran cases 1-6 again, m also cases 10 and 13; leases o and p ran cases
+1, 2 and 6 with timelines, p also sampled by py-spy; lease q ran 8, 4, 13, 14 and 1 in that order, leases r
+and s 7-10 and 11-14, all with timelines; q's cases 1, 4 and 14 found another prefix cache and are left out,
+as is lease e's case 1, by the rule of reference_runs), each metric the mean over the runs, their range shown:
+the real card's own TTFT differs by up to 35% between leases (their hosts differ: host_speed.json), its TPOT
+by up to 5%. Cases 1-4 are the issue's table, 5-6 held out (no fit used their lengths or concurrencies; they
+partly hit the prefix cache filled by the earlier cases, on the real card as in the emulation: the random
+dataset's prompts share their first tokens across lengths). Errors are (emulated - real mean) / real mean.
+Speed is virtual seconds of benchmark per wall second of emulation. With several emulated runs, a last table
+gives each error's mean and range over them (emulated runs are not yet deterministic). Speed is given over the whole client command and, where wall.txt marks it, over the client's main run
 alone (its start-up, about 10 s of imports and dataset building here, is not the emulator's speed).
 """
 from __future__ import annotations

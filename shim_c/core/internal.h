@@ -24,7 +24,7 @@ typedef struct tw_device_state {
 } tw_device_state;
 
 /* blas_lazy.c: what cuBLAS does on the host before a GEMM's kernel (its first-use load, waiting for the
- * device; the memset of stream-K kernels); called by tw_enqueue for GEMM-annotated operations */
+ * device; the memset of stream-K kernels, split-K's reduction); called by tw_enqueue for GEMM operations */
 void tw_blas_before_gemm(struct tw_stream *s, const tw_op *op);
 /* the profile's blaskern lines (profile.c): which kernel(s) a measured shape runs over a range of n */
 void tw_blas_table_add(int64_t m, int64_t k, int64_t n0, int64_t n1, int kid, int kid2, int memset_first);
