@@ -142,6 +142,25 @@ def gpu_waits(ev: list[tuple], t0: int, t1: int, min_ms: float = 50.0) -> list[t
     return out
 
 
+def _steps(ev: list[tuple], t0: int, t1: int):
+    return (d for s, _e, n, _t, d, _c in ev if t0 <= s <= t1 and n == "sched.schedule" and "tokens=0 " not in d)
+
+
+def batch_profile(ev: list[tuple], t0: int, t1: int, parts: int = 10) -> list[tuple[float, float, int]]:
+    """The engine's steps in [t0, t1] cut into `parts` equal runs of steps: each run's mean requests and
+    tokens per step and how many requests it admitted (mean reqs, mean tokens, new). Where the emulated run
+    admits a wave of requests more slowly than the real one (case 8's second wave of 256), it makes more,
+    smaller steps."""
+    steps = [(int(f.get("reqs", 0)), int(f.get("tokens", 0)), int(f.get("new", 0)))
+             for f in map(_fields, _steps(ev, t0, t1))]
+    out = []
+    for q in range(parts):
+        seg = steps[q * len(steps) // parts:(q + 1) * len(steps) // parts]
+        if seg:
+            out.append((sum(x[0] for x in seg) / len(seg), sum(x[1] for x in seg) / len(seg), sum(x[2] for x in seg)))
+    return out
+
+
 def _table(title: str, real: dict, emu: dict) -> None:
     print(f"  {title:<26} {'n real/emu':>11} {'real ms':>9} {'emu ms':>9} {'error':>8}")
     for key in sorted(set(real) | set(emu), key=lambda k: (k.split("/")[-1], k)):
@@ -174,6 +193,10 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case}: {side}: {len(w)} steps waited over 50 ms in execute or sample"
                   + (f" ({sum(x[2] for x in w):.0f} ms): " + ", ".join(f"{p} {t} tok {ms:.0f} ms" for p, t, ms in w[:8])
                      + (" ..." if len(w) > 8 else "") if w else ""))
+        rb, eb = batch_profile(rev, *rw), batch_profile(eev, *ew)
+        print(f"{case}: steps {sum(1 for _ in _steps(rev, *rw))} real, {sum(1 for _ in _steps(eev, *ew))} emulated; "
+              "per tenth of them, mean requests per step (new requests admitted), real | emulated:")
+        print("  " + "  ".join(f"{r[0]:.0f}({r[2]})|{e[0]:.0f}({e[2]})" for r, e in zip(rb, eb)))
         rc, ec = first_token_chain(rev, *rw), first_token_chain(eev, *ew)
         if rc and ec:
             print(f"{case}: first-token chain (meaningful at concurrency 1)")

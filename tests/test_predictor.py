@@ -302,6 +302,20 @@ def test_gpu_waits_lists_engine_calls_that_waited_for_the_gpu():
     assert gpu_waits(ev, 0, 450 * ms) == [("sample", 8192, 184.0), ("execute", 6155, 188.0)]
 
 
+def test_batch_profile_gives_requests_per_step_by_tenth_of_the_steps():
+    """predictors/compare_vllm_timeline.py: the case's engine steps cut into equal runs, each run's mean
+    requests and tokens per step and the requests it admitted (the measure that shows emulated case 8
+    admitting its second wave of 256 requests over more, smaller steps than the real card). Steps that
+    schedule nothing do not count."""
+    from timewarp.predictors.compare_vllm_timeline import batch_profile
+
+    ev = [(i, i + 1, "sched.schedule", "2", f"tokens={t} reqs={r} new={n} waiting=0", -1)
+          for i, (t, r, n) in enumerate([(512, 2, 2), (0, 0, 0), (2, 2, 0), (300, 4, 2), (4, 4, 0)])]
+    ev.append((2, 3, "runner.execute", "2", "", -1))
+    assert batch_profile(ev, 0, 100, parts=2) == [(2.0, 257.0, 2), (4.0, 152.0, 2)]
+    assert batch_profile(ev, 3, 100, parts=2) == [(4.0, 300.0, 2), (4.0, 4.0, 0)]
+
+
 def test_validate_judges_graph_rows_by_their_per_node_slope(tmp_path):
     """A graph row's t_median_us divides a fixed per-replay cost (about 12 us on the H200) among its `inner`
     nodes; with --graph-slope both runs also report node_us, and `timewarp validate` compares those as
