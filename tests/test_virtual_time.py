@@ -163,6 +163,7 @@ w = torch.randn(28672, 4096, device="cuda", dtype=torch.bfloat16)    # Llama-3-8
 x = torch.randn(8192, 4096, device="cuda", dtype=torch.bfloat16)
 w2 = torch.randn(100, 64, device="cuda", dtype=torch.bfloat16)       # far from every measured shape
 x2 = torch.randn(8192, 64, device="cuda", dtype=torch.bfloat16)
+wn = w.t().contiguous().t()   # stored [k, n]: x @ wn.t() is cuBLAS's NN, kernels of their own, the same switches
 def busy():                      # about 40 ms of GEMMs of a shape already used
     for _ in range(15):
         torch.mm(x, w.t())
@@ -172,7 +173,8 @@ host_ms(16); busy(); torch.cuda.synchronize()
 r = {}
 for name, n, a, b in (("new", 6155, x, w), ("again", 6155, x, w), ("same_kernel", 6157, x, w),
                       ("small_same_kernel", 9, x, w), ("small_new", 17, x, w),
-                      ("other_new", 6155, x2, w2), ("other_odd", 6157, x2, w2)):
+                      ("other_new", 6155, x2, w2), ("other_odd", 6157, x2, w2),
+                      ("nn_new", 6155, x, wn), ("nn_same_kernel", 6157, x, wn)):
     busy()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     e0.record(); busy(); e1.record()     # the GPU time still queued when the GEMM is issued
@@ -202,16 +204,17 @@ def test_cublas_first_use_of_a_kernel_waits_for_the_gpu():
     the device (measured on the H200: a new shape behind 200 ms of GPU work returned after 199.8 ms, again
     after 0.2 ms; predictors/data/h200/launch_queue_2026-12-01/cublas_first_use.json). Which kernel a
     measured shape runs comes from the H200's table (cublas_kernels_2026-12-01: gate_up runs one kernel at
-    6155 and 6157 tokens, one at 9 and 16, another at 17); a shape far from every measured one counts every
-    new size above 512 as a new kernel. A shape captured in a CUDA graph is loaded there. Extra queue slots:
+    6155 and 6157 tokens, one at 9 and 16, another at 17; the same weight stored [k, n] runs kernels of its
+    own that switch at the same counts); a shape far from every measured one counts every new size above
+    512 as a new kernel. A shape captured in a CUDA graph is loaded there. Extra queue slots:
     the memset before stream-K kernels (o at 8192 tokens, not at 2048), the split-K reduction (down at one
     token), and, off the table, a memset for outputs over 1e7 elements."""
     run = run_emulated(_CUBLAS_FIRST_USE)
     assert run.rc == 0, run.stderr[-4000:]
     r = run.result
-    for waits in ("new", "small_new", "other_new", "other_odd"):
+    for waits in ("new", "small_new", "other_new", "other_odd", "nn_new"):
         assert r[waits] > 0.8 * r["queued_ms"], (waits, r)
-    for warm in ("again", "same_kernel", "small_same_kernel", "after_capture"):
+    for warm in ("again", "same_kernel", "small_same_kernel", "after_capture", "nn_same_kernel"):
         assert r[warm] < 1, (warm, r)
     assert r["ops"] == [1, 2, 2, 2, 1], r
     eager = run_emulated(_CUBLAS_FIRST_USE, env={"CUDA_MODULE_LOADING": "EAGER"}).result

@@ -1,6 +1,7 @@
 """Which cuBLAS kernel every token count runs, for whole models' GEMMs, and which calls load a kernel (H200).
 
     python predictors/calibration/cublas_kernel_table.py --out FILE.json [--budget-s S] [--models a,b]
+        [--dtype bf16|fp16] [--layout TN|NN] [--no-events]
 
 cublas_first_use.json showed that cuBLAS loads each kernel at its first use in a process, and that the load
 waits for the GPU's queued work; its kernel table sampled token counts every 8 (to 512) and every 64 (to
@@ -79,14 +80,21 @@ def event_facts() -> dict:
     return out
 
 
-def table(proj: dict, deadline: float) -> dict:
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+def table(proj: dict, deadline: float, dtype=torch.bfloat16, layout: str = "TN") -> dict:
+    """layout TN: torch.mm(x, W.t()) with W [n, k] (F.linear: cuBLAS's A transposed); NN: torch.mm(x, V)
+    with V [k, n] contiguous (x @ W as stored by, e.g., GPT-2's Conv1D)."""
     from torch.profiler import ProfilerActivity, profile
     mark = torch.zeros(1, device="cuda")
     res = {}
     for p, (k, n) in proj.items():
-        w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+        w = torch.randn(n, k, device="cuda", dtype=dtype)
+        if layout == "NN":
+            w = w.t().contiguous().t()    # the same values, stored [k, n]: w.t() is then contiguous
         top = MAX_ROWS if p == "lm_head" else MAX_TOKENS
-        x = torch.randn(top, k, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(top, k, device="cuda", dtype=dtype)
         names, runs, gpu_us, host_us = [], [], [], []
         for c0 in range(1, top + 1, CHUNK):
             if time.time() > deadline:
@@ -140,6 +148,9 @@ def main() -> None:
     ap.add_argument("--out", required=True)
     ap.add_argument("--budget-s", type=float, default=400)
     ap.add_argument("--models", default=",".join(MODELS))
+    ap.add_argument("--dtype", choices=sorted(DTYPES), default="bf16")
+    ap.add_argument("--layout", choices=("TN", "NN"), default="TN")
+    ap.add_argument("--no-events", action="store_true", help="skip the event facts")
     a = ap.parse_args()
     deadline = time.time() + a.budget_s
     small = torch.randn(64, 64, device="cuda", dtype=torch.bfloat16)
@@ -149,14 +160,14 @@ def main() -> None:
            "cublas": torch._C._cuda_getCompiledVersion() if hasattr(torch._C, "_cuda_getCompiledVersion") else None,
            "columns": "runs: [first token count, last, kernel index, memset before it (1/0)]; gpu_us and host_us "
                       "per token count from 1",
-           "events": event_facts(), "models": {}}
+           "dtype": a.dtype, "layout": a.layout, "events": {} if a.no_events else event_facts(), "models": {}}
     print(json.dumps(out["events"]), flush=True)
     for m in a.models.split(","):
         if time.time() > deadline:
             print("budget spent before", m, flush=True)
             break
         t = time.time()
-        out["models"][m] = table(MODELS[m], deadline)
+        out["models"][m] = table(MODELS[m], deadline, DTYPES[a.dtype], a.layout)
         print(m, "done in", round(time.time() - t, 1), "s", flush=True)
         with open(a.out, "w") as f:
             json.dump(out, f)

@@ -12,11 +12,15 @@
  *   process, the calls that took over 0.8 ms were exactly the first uses of kernels not run before, across
  *   projections too (Llama-3-8B: qkv 88 new kernels / 88 slow calls, o 53 / 53, lm_head 12 / 12). So the
  *   unit of loading is the kernel, and shapes share kernels: about 100 kernels serve all 8192 token counts
- *   of a projection. A GEMM of a measured shape uses its kernel. One of another shape, same layout and a
- *   16-bit type, within a factor of 2 of a measured shape in both m and k, uses the nearest measured
+ *   of a projection. A GEMM of a measured shape uses its kernel. One of another shape, a 16-bit type and
+ *   B not transposed, within a factor of 2 of a measured shape in both m and k, uses the nearest measured
  *   shape's kernels (held out model by model, the nearest other model's tables predicted 79-182 loads
  *   where the real tables gave 89-169, over 300 random token counts; the previous stand-in below gave
- *   765-1207). Anything else falls back to that stand-in: a new kernel for every new shape, dimensions
+ *   765-1207). The tables are bf16 with A transposed (F.linear). fp16 runs kernels of its own with the
+ *   same tiles at 97-99% of the switch points, A not transposed (x @ W) other kernels at 88-96% of them
+ *   (cublas_kernels_2026-12-01's _fp16_tn and _bf16_nn files: 103 loads predicted from the bf16 table
+ *   against 114 and 106 real); both count as kernels apart from bf16's (the key has the types and
+ *   transposes). Anything else falls back to the stand-in: a new kernel for every new shape, dimensions
  *   rounded up to a multiple of 8 up to 512, exact above. A captured GEMM records its kernel without
  *   waiting (vLLM warms every shape before capturing it). CUDA_MODULE_LOADING=EAGER: no load.
  * - Extra operations: stream-K/cooperative kernels zero a workspace first (a memset), split-K kernels are
@@ -164,7 +168,7 @@ static int classify(const tw_annotation *a, uint64_t kernels[2]) {
     uint64_t t = type_key(a);
     int halfs = (a->u.gemm.a_type == 14 || a->u.gemm.a_type == 2) && a->u.gemm.b_type == a->u.gemm.a_type;
     const kern_run *r = NULL;
-    if (halfs && a->u.gemm.batch <= 1 && a->u.gemm.trans_a == 1 && a->u.gemm.trans_b == 0)
+    if (halfs && a->u.gemm.batch <= 1 && a->u.gemm.trans_b == 0)   /* TN (F.linear) measured; NN as well */
         r = table_lookup(a->u.gemm.m, a->u.gemm.k, a->u.gemm.n);
     if (r) {
         kernels[0] = nonzero(mix(mix(t, 1), (uint64_t)r->kid));
