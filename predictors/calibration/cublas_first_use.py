@@ -21,10 +21,9 @@ import time
 
 import torch
 
-from gpu_helpers import busy
+from gpu_helpers import LLAMA3_8B_LINEAR as PROJ, busy
 
-PROJ = {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
-        "lm_head": (4096, 128256)}
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)

@@ -23,10 +23,11 @@ import time
 
 import torch
 
+from gpu_helpers import LLAMA3_8B_LINEAR
+
 # (k, n) of each projection: y[T, n] = x[T, k] @ W[n, k]^T
 MODELS = {
-    "llama3_8b": {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
-                  "lm_head": (4096, 128256)},
+    "llama3_8b": LLAMA3_8B_LINEAR,
     "llama3_8b_tp2": {"qkv": (4096, 3072), "o": (2048, 4096), "gate_up": (4096, 14336), "down": (7168, 4096),
                       "lm_head": (4096, 64128)},
     "qwen2_5_7b": {"qkv": (3584, 4608), "o": (3584, 3584), "gate_up": (3584, 37888), "down": (18944, 3584),

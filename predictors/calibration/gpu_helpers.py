@@ -2,6 +2,10 @@
 and import this from their own folder)."""
 import torch
 
+# Llama-3-8B's linear layers as (in features k, out features n): y[T, n] = x[T, k] @ W[n, k]^T
+LLAMA3_8B_LINEAR = {"qkv": (4096, 6144), "o": (4096, 4096), "gate_up": (4096, 28672), "down": (14336, 4096),
+                    "lm_head": (4096, 128256)}
+
 _cycles_per_ms: list = []
 
 

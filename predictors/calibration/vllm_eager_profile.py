@@ -20,9 +20,7 @@ import random
 import statistics
 import time
 
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+from vllm_offline import engine, fresh_prompt
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", required=True)
@@ -32,22 +30,14 @@ ap.add_argument("--n", type=int, default=6, help="prompts per length and pass")
 ap.add_argument("--top", type=int, default=80)
 a = ap.parse_args()
 
-from vllm import LLM, SamplingParams  # noqa: E402
-
 t0 = time.perf_counter()
-llm = LLM(model=a.model, load_format="dummy")
+llm, sp = engine(a.model)
 ready_s = time.perf_counter() - t0
-sp = SamplingParams(max_tokens=1, ignore_eos=True)
 rng = random.Random(0)
 
 
-def fresh(length: int) -> dict:
-    # token ids of the tokenizer's ordinary range, new for every call: no prefix-cache hits
-    return {"prompt_token_ids": [rng.randrange(1000, 30000) for _ in range(length)]}
-
-
 def one(length: int) -> float:
-    p = fresh(length)
+    p = fresh_prompt(rng, length)
     t = time.perf_counter()
     llm.generate([p], sp, use_tqdm=False)
     return (time.perf_counter() - t) * 1e3

@@ -15,13 +15,10 @@ Under `timewarp run` the shim's count of queued operations (tw_ops_queued) is re
 import argparse
 import ctypes
 import json
-import os
 import random
 import time
 
-os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")
-os.environ.setdefault("HF_HUB_OFFLINE", "1")
-os.environ.setdefault("VLLM_NO_USAGE_STATS", "1")
+from vllm_offline import engine, fresh_prompt
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--model", required=True)
@@ -31,7 +28,6 @@ ap.add_argument("--cases", default="768x1,2048x1,4000x2,1000x8,8000x1",
 a = ap.parse_args()
 
 import torch  # noqa: E402
-from vllm import LLM, SamplingParams  # noqa: E402
 import vllm.v1.worker.gpu.model_runner as mr  # noqa: E402
 from gpu_helpers import busy  # noqa: E402
 
@@ -68,13 +64,12 @@ def execute_model(self, scheduler_output, *args, **kwargs):
 
 mr.GPUModelRunner.execute_model = execute_model
 
-llm = LLM(model=a.model, load_format="dummy")
-sp = SamplingParams(max_tokens=1, ignore_eos=True)
+llm, sp = engine(a.model)
 rng = random.Random(0)
 
 
 def prompts(length: int, count: int) -> list:
-    return [{"prompt_token_ids": [rng.randrange(1000, 30000) for _ in range(length)]} for _ in range(count)]
+    return [fresh_prompt(rng, length) for _ in range(count)]
 
 
 def run(length: int, count: int, k: int) -> dict:
