@@ -316,6 +316,25 @@ def test_batch_profile_gives_requests_per_step_by_tenth_of_the_steps():
     assert batch_profile(ev, 3, 100, parts=2) == [(4.0, 300.0, 2), (4.0, 4.0, 0)]
 
 
+def test_arrival_bursts_gives_requests_and_ms_per_request_of_each_burst():
+    """predictors/compare_vllm_timeline.py: runs of API-server inputs less than gap_ms apart, each as
+    (requests, ms per request); shorter runs than `least` and inputs outside the window do not count. Real
+    case 14 took its 128 requests in bursts of 74, 26, 26 at 1.3-2.5 ms each, an emulated run in one burst of
+    127 at 1.2 ms: the engine split the wave into fewer, larger prefill steps."""
+    from timewarp.predictors.compare_vllm_timeline import arrival_bursts
+
+    ms = 1_000_000
+    starts = [0, 1, 2, 3, 4,                 # 5 requests 1 ms apart
+              40, 42,                         # 2 requests: too few for a burst
+              100, 103, 106, 109, 112, 115,   # 6 requests 3 ms apart
+              500]                            # outside the window
+    ev = [(t * ms, t * ms + ms // 10, "api.inputs", "1", "", -1) for t in starts]
+    ev.append((50 * ms, 51 * ms, "api.outputs", "1", "n=2", -1))   # not an input
+    assert arrival_bursts(ev, 0, 200 * ms) == [(5, 1.0), (6, 3.0)]
+    assert arrival_bursts(ev, 0, 200 * ms, gap_ms=50) == [(7, 42 / 6), (6, 3.0)]
+    assert arrival_bursts(ev, 0, 200 * ms, least=6) == [(6, 3.0)]
+
+
 def test_validate_judges_graph_rows_by_their_per_node_slope(tmp_path):
     """A graph row's t_median_us divides a fixed per-replay cost (about 12 us on the H200) among its `inner`
     nodes; with --graph-slope both runs also report node_us, and `timewarp validate` compares those as
