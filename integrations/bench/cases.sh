@@ -17,3 +17,32 @@ case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case
 # mono_ns PY: CLOCK_MONOTONIC in ns (the virtual one under timewarp), the clock of the vLLM timeline
 # (integrations/vllm_plugin/timeline.py): marks each case on it
 mono_ns() { "$1" -c "import time; print(time.perf_counter_ns())"; }
+
+# proc_cpu PY LABEL ROOT_PID: one line per process of the tree under ROOT_PID (it included), "LABEL pid comm
+# user_s sys_s" (the CPU time each has used so far), taken before and after each case: the API server's and the
+# EngineCore's CPU per case (the bench client's comes from bash's `time` around it, as TIMEFORMAT lines)
+proc_cpu() {
+  "$1" - "$2" "$3" <<'PYEOF'
+import os, sys
+label, root = sys.argv[1], int(sys.argv[2])
+tck = os.sysconf("SC_CLK_TCK")
+stats = {}
+for p in os.listdir("/proc"):
+    if p.isdigit():
+        try:
+            s = open(f"/proc/{p}/stat").read()
+        except OSError:
+            continue
+        comm, rest = s[s.index("(") + 1:s.rindex(")")], s[s.rindex(")") + 2:].split()
+        stats[int(p)] = (comm, int(rest[1]), int(rest[11]), int(rest[12]))  # ppid, utime, stime
+tree, grew = {root}, True
+while grew:
+    grew = False
+    for pid, (_c, ppid, _u, _s) in stats.items():
+        if ppid in tree and pid not in tree:
+            tree.add(pid); grew = True
+for pid in sorted(tree & stats.keys()):
+    comm, _pp, u, s = stats[pid]
+    print(f"{label} {pid} {comm.replace(' ', '_')} {u / tck:.2f} {s / tck:.2f}")
+PYEOF
+}

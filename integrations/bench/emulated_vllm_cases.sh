@@ -4,7 +4,8 @@
 #     timewarp run -- integrations/bench/emulated_vllm_cases.sh OUT_DIR [CASES]
 # then  python -m timewarp.integrations.bench_compare OUT_DIR  prints real vs emulated.
 # Writes OUT_DIR/serve.log, bench.log, caseK.json (caseKr.json for a case named twice), marks.txt (each
-# case's start and end on the virtual CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after the
+# case's start and end on the virtual CLOCK_MONOTONIC), proc_cpu.txt (this machine's CPU time of the server's
+# processes and the client per case, not paced), metrics_caseK.txt (the server's /metrics after the
 # case) and wall.txt (real seconds per case, and the real times its main run started and ended, from
 # /proc/uptime: the clocks inside the run are virtual).
 set -u
@@ -46,11 +47,13 @@ for k in $CASES; do
   name=$(case_name $k "$OUT")
   t1=$(real)
   echo "$name start $(mono_ns $PY)" >> "$OUT/marks.txt"
-  PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" \
+  proc_cpu $PY "$name start" $srv >> "$OUT/proc_cpu.txt"
+  TIMEFORMAT="$name client user=%U sys=%S wall=%R"
+  { time PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" \
       --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
       --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json 2>&1 \
-    | wall_marks "$name" >> "$OUT/bench.log"
-  rc=${PIPESTATUS[0]}
+    | wall_marks "$name" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
+  proc_cpu $PY "$name end" $srv >> "$OUT/proc_cpu.txt"
   echo "$name rc=$rc $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
   echo "$name end $(mono_ns $PY)" >> "$OUT/marks.txt"
   # the server's counters after the case (prefix-cache queries and hits, preemptions), as the real runs keep

@@ -6,7 +6,8 @@
 # Runs on the lent H200 (device `run` tool), from the repository root, after the parts written by
 # ../shared/device/pack_site.sh .devpack 'vllm==0.24.0' were copied to /root/parts (one run per part).
 # Writes to $OUT: serve.log, bench.log, caseK.json, startup.txt, marks.txt (each case's start and end on
-# CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after each case).
+# CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after each case), proc_cpu.txt (the CPU time of
+# the server's processes before and after each case, and the bench client's; cases.sh's proc_cpu).
 #
 # Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
 #      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time),
@@ -84,11 +85,15 @@ if [ $ready = 1 ]; then
         --format raw -o "$OUT/spy_$name.txt" --duration 600 > "$OUT/spy_$name.log" 2>&1 &
       spy=$!
     fi
-    timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
+    proc_cpu python3 "$name start" $srv >> "$OUT/proc_cpu.txt"
+    TIMEFORMAT="$name client user=%U sys=%S wall=%R"
+    { time timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
       --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
       --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
-      >> "$OUT/bench.log" 2>&1
-    note "$name rc=$?"
+      >> "$OUT/bench.log" 2>&1 ; } 2>> "$OUT/proc_cpu.txt"
+    rc=$?
+    proc_cpu python3 "$name end" $srv >> "$OUT/proc_cpu.txt"
+    note "$name rc=$rc"
     echo "$name end $(mono_ns python3)" >> "$OUT/marks.txt"
     [ -z "$spy" ] || { kill -INT $spy; wait $spy; }
     python3 -c "import urllib.request; print(urllib.request.urlopen('http://127.0.0.1:8000/metrics', timeout=10).read().decode())" > "$OUT/metrics_$name.txt" 2>&1
