@@ -35,7 +35,8 @@ REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_202
                                  "vllm_2026-11-30h", "vllm_2026-11-30i", "vllm_2026-11-30j",
                                  "vllm_2026-11-30k", "vllm_2026-11-30l", "vllm_2026-11-30m", "vllm_2026-12-01o",
                                  "vllm_2026-12-01p", "vllm_2026-12-01q",
-                                 "vllm_2026-12-01r", "vllm_2026-12-01s")]
+                                 "vllm_2026-12-01r", "vllm_2026-12-01s",
+                                 "vllm_2026-12-01t")]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
