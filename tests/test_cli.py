@@ -117,3 +117,35 @@ def test_bench_compare_reference_leaves_out_real_runs_with_another_prefix_cache(
     assert ref[1]["mean_ttft_ms_runs"] == [20.0, 22.0] and ref[1]["mean_ttft_ms"] == 21.0, ref[1]
     left_out = bc.reference_runs(dirs)[1]
     assert len(left_out) == 1 and left_out[0].startswith("c: case 1 (93.8%"), left_out
+
+
+def test_proc_cpu_lists_a_process_tree_with_its_cpu_time(tmp_path):
+    """integrations/bench/cases.sh's proc_cpu, which the vLLM case scripts call before and after each case:
+    one line per process under the root (the root included, nothing outside it), with the CPU seconds each
+    has used. A child that burns CPU shows it; a sleeping one shows about none."""
+    import sys
+    from pathlib import Path
+
+    import timewarp.integrations as integ
+    cases = Path(integ.__file__).parent / "bench" / "cases.sh"
+    script = f"""
+. {cases}
+sleep 30 & idle=$!
+{sys.executable} -c "import time; t = time.process_time()
+while time.process_time() - t < 0.6: pass
+time.sleep(30)" & busy=$!
+sleep 1.5
+proc_cpu {sys.executable} "case1 end" $$
+kill $idle $busy
+"""
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rows = [line.split() for line in p.stdout.splitlines()]
+    assert all(r[:2] == ["case1", "end"] and len(r) == 6 for r in rows), rows   # label pid comm user sys
+    by_comm: dict[str, float] = {}
+    for r in rows:
+        by_comm[r[3]] = max(by_comm.get(r[3], 0.0), float(r[4]) + float(r[5]))
+    assert {"bash", "sleep"} <= set(by_comm), rows
+    assert any(c.startswith("python") and cpu >= 0.5 for c, cpu in by_comm.items()), rows
+    assert by_comm["sleep"] < 0.1
+    assert str(__import__("os").getpid()) not in [r[2] for r in rows]   # the test's own process is outside
