@@ -17,6 +17,15 @@ the coroutine that takes the result is raised to it (tw_clock_raise) as it takes
 pool's wake-up of the loop is an eventfd under uvloop, whose wait resumes at its first unseen signal
 (shim_c/libc/message.c); asyncio's own loop wakes by a socket, at its latest write.
 TIMEWARP_EXECUTOR_CLOCK=0 leaves pool threads on the process's clock.
+
+Python's GIL (TIMEWARP_GIL_MODEL=1, off by default): the pool's work runs Python, and while the loop is busy
+the real pool thread waits for the GIL up to the switch interval (5 ms) per piece of work (lease
+vllm_2026-12-01t, case 14: 0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). With the
+model, each piece of work takes the GIL on the process's timeline first (tw_gil_take, shim_c/core/gil.c) and
+hands it back after (tw_gil_give), which pushes the loop's clock by the busy time it displaced. Off by
+default: the emulated API server's loop is charged more CPU than the real one at 128-256 streams, so it
+looks saturated where the real one is not, and the model then delays every tokenization by a whole switch
+interval (docs/VLLM.md, seventeenth session).
 Not covered: a pool thread keeps its own clock once it has run such work, so work later given to the same
 pool with submit() and waited for with result() by another thread does not raise that thread (it resumes
 at its process's clock); the work's own side effects (a queue it fills) carry no time either.
@@ -25,13 +34,16 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import ctypes
 import os
+import sys
 import threading
 
 from .thread_clock import core as _lib
 
 _local = threading.local()
 _installed = False
+_gil_model = False   # set by install(): the shim has gil.c and TIMEWARP_GIL_MODEL=1
 
 
 def _timed(box: list, submitted: int, func, *args):
@@ -44,10 +56,17 @@ def _timed(box: list, submitted: int, func, *args):
     # which is where its previous work ended: without this raise, work queued after an idle spell ran in
     # the past and cost the loop nothing (vLLM's tokenization, 0.8-4 ms a prompt, was free).
     core.tw_clock_raise(submitted)
+    taken = core.tw_gil_take(_switch_ns()) if _gil_model else 0
     try:
         return func(*args)
     finally:
+        if _gil_model:
+            core.tw_gil_give(taken)
         box.append(core.tw_now())
+
+
+def _switch_ns() -> int:
+    return int(sys.getswitchinterval() * 1e9)
 
 
 class _TimedFuture(asyncio.Future):
@@ -120,6 +139,15 @@ def install() -> bool:
         core.tw_clock_raise   # noqa: B018 - a shim without it (an older build): leave the program as it is
     except (OSError, AttributeError):
         return False
+    global _gil_model
+    try:
+        core.tw_gil_take.restype = ctypes.c_uint64
+        core.tw_gil_give.restype = None
+        core.tw_gil_take.argtypes = [ctypes.c_uint64]
+        core.tw_gil_give.argtypes = [ctypes.c_uint64]
+        _gil_model = os.environ.get("TIMEWARP_GIL_MODEL") == "1"
+    except AttributeError:
+        _gil_model = False
     import asyncio.base_events
     _patch(asyncio.base_events.BaseEventLoop)
     try:

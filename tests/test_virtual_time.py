@@ -104,7 +104,7 @@ def test_a_fixed_host_speed_replaces_the_pace():
 
 @pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
                                         ("TIMEWARP_PACE_TARGET_US", "abc"), ("TIMEWARP_MSG_HOLD_US", "2ms"),
-                                        ("TIMEWARP_SYNC_INPUTS_US", "-1")])
+                                        ("TIMEWARP_SYNC_INPUTS_US", "-1"), ("TIMEWARP_GIL_WAIT_US", "50ms")])
 def test_a_malformed_host_speed_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
@@ -113,7 +113,7 @@ def test_a_malformed_host_speed_is_named(name, value):
 
 @pytest.mark.parametrize("name,value", [("TIMEWARP_MSG_STAMPS", "no"), ("TIMEWARP_POLL_SYNC", "off"),
                                         ("TIMEWARP_SIGNAL_FIRST", "latest"), ("TIMEWARP_EXECUTOR_CLOCK", "false"),
-                                        ("TIMEWARP_VLLM_INPUT_CLOCK", "yes")])
+                                        ("TIMEWARP_VLLM_INPUT_CLOCK", "yes"), ("TIMEWARP_GIL_MODEL", "on")])
 def test_a_malformed_switch_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0

@@ -23,6 +23,13 @@ typedef struct tw_device_state {
     uint64_t hot_since, hot_until;   /* the current run of compute-bound work (power.c); 0: none yet */
 } tw_device_state;
 
+/* vclock.c: this process's timeline (the clock its threads share) and a push of it; gil.c: the record of
+ * where that timeline jumped over a wait (idle, Python's GIL free) */
+uint64_t tw_clock_process_time(void);
+double tw_clock_cpu_factor(void);
+void tw_clock_process_push(uint64_t d);
+void tw_gil_note_idle(uint64_t from, uint64_t to);
+
 /* blas_lazy.c: what cuBLAS does on the host before a GEMM's kernel (its first-use load, waiting for the
  * device; the memset of stream-K kernels, split-K's reduction); called by tw_enqueue for GEMM operations */
 void tw_blas_before_gemm(struct tw_stream *s, const tw_op *op);

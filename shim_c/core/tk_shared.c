@@ -210,6 +210,28 @@ uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid) {
     return scan_except(k, pid, 1, &running);
 }
 
+int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t *run_hi) {
+    int acts = 0;
+    *run_hi = 0;
+    uint32_t hi = LOAD(&k->hiwater);
+    for (uint32_t i = 0; i < hi; i++) {
+        tw_tk_slot *s = &k->slots[i];
+        if (!LOAD(&s->tid) || LOAD(&s->pid) != pid || (LOAD(&s->flags) & TW_SLOT_OWN)) continue;
+        switch (LOAD(&s->state)) {
+        case TW_SLOT_RUN: {
+            uint64_t c = LOAD(&s->clock), x = LOAD(&s->ext);
+            if (x > c) c = x;
+            if (c > *run_hi) *run_hi = c;
+            acts = 1;
+            break;
+        }
+        case TW_SLOT_SLEEP: case TW_SLOT_TWAIT: if (LOAD(&s->deadline) <= t) acts = 1; break;
+        default: break;
+        }
+    }
+    return acts;
+}
+
 /* A jump (the clock moves to a deadline because nothing runs) must not overtake a thread that another has
  * just woken, or a message just sent, that the kernel has not yet delivered: before jumping, let the table
  * settle (no state change during a short real pause), else look again. The pause grows with the jump: a

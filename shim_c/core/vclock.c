@@ -39,10 +39,14 @@ void tw_clock_private_thread(void) { thread_private = 1; tw_tk_thread_private();
  * threads; shim_c/libc/thread.c): message stamps carry its time to them, so its clock is its own. It is
  * neither raised to the process's clock nor raises it, but takes part in the time keeper as any thread. */
 static __thread int thread_io_only;
-void tw_clock_io_thread(void) { thread_io_only = 1; }
+static inline tw_tk_slot *keeper_slot(void);
+void tw_clock_io_thread(void) {
+    thread_io_only = 1;
+    tw_tk_slot *s = keeper_slot();   /* the keeper tells it from its process's timeline (gil.c) */
+    if (s) __atomic_or_fetch(&s->flags, TW_SLOT_OWN, __ATOMIC_RELEASE);
+}
 /* An own-clock thread that hands what it receives to its process's other threads through memory (vLLM's
  * EngineCore input thread and its queue): tw_sync_inputs waits for it. */
-static inline tw_tk_slot *keeper_slot(void);
 void tw_clock_feeder_thread(void) {
     tw_clock_io_thread();
     tw_tk_slot *s = keeper_slot();
@@ -259,7 +263,7 @@ uint64_t tw_now(void) {
         forgive_ns -= f;
     }
     /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now */
-    double f = tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed;
+    double f = tw_clock_cpu_factor();
     uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
     if (t < g && !thread_io_only) { clamp_note(g - t, 0, g); t = g; }
     if (tw_tk && !thread_private) {
@@ -293,7 +297,12 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
     if (t < thread_now) t = thread_now;
     thread_now = t;
     thread_cpu_last = tw_thread_cpu_ns();
-    if (shares_process_clock()) publish(t);
+    if (shares_process_clock()) {
+        /* the process's timeline jumps over a wait: idle there, Python's GIL free (gil.c) */
+        uint64_t o = atomic_load_explicit(&own_max, memory_order_relaxed);
+        if (t > o) tw_gil_note_idle(o, t);
+        publish(t);
+    }
     if (s && tw_tk) {
         __atomic_store_n(&s->cpu, thread_cpu_last, __ATOMIC_RELAXED);
         __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
@@ -301,6 +310,21 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
         __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
         __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
     }
+}
+
+/* What one CPU ns of the calling thread is charged now (the pace of its CPU, or the fixed factor). */
+double tw_clock_cpu_factor(void) { return tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed; }
+
+/* This process's timeline: the highest time its threads that share it reached. */
+uint64_t tw_clock_process_time(void) { return atomic_load_explicit(&own_max, memory_order_acquire); }
+
+/* Move this process's timeline on by d (its threads' next readings are raised to it): gil.c, for time an
+ * own-clock thread held Python's GIL that the process's threads would have run in. */
+void tw_clock_process_push(uint64_t d) {
+    if (!d) return;
+    uint64_t o = atomic_load_explicit(&own_max, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak_explicit(&own_max, &o, o + d, memory_order_relaxed, memory_order_relaxed)) {}
+    publish(o + d);
 }
 
 /* Raise the calling thread's clock to t (a result it takes was produced at t by a thread whose clock is its

@@ -243,6 +243,7 @@ __attribute__((weak)) void tw_tk_before_exec(void) {}
 __attribute__((weak)) void tw_charge_pause(void) {}
 __attribute__((weak)) int tw_tk_sync_now(void) { return 0; }
 __attribute__((weak)) void tw_clock_io_thread(void) {}
+__attribute__((weak)) int tw_gil_modelled_thread(void) { return 0; }
 __attribute__((weak)) void tw_charge_resume(void) {}
 __attribute__((weak)) int tw_tk_reserve(void) { return -1; }
 __attribute__((weak)) void tw_tk_adopt(int slot) { (void)slot; }
@@ -289,10 +290,14 @@ void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
     uint64_t at = target;
     int how = tw_libc_wake_rule(wake, &at);   /* always asked: it forgets the wait's readiness */
     tw_libc_depth++;
-    if (timed_out) tw_tk_wake(TW_WAKE_TIMEOUT, target);
+    /* a thread whose GIL waits gil.c models: CPython's take_gil times out on a private condvar every switch
+     * interval while another thread holds the GIL, and landing on those deadlines would count the wait twice */
+    int modelled = timed_out && wake == TW_WAKE_LOCAL && tw_gil_modelled_thread();
+    if (modelled) tw_tk_wake(TW_WAKE_LOCAL, target);
+    else if (timed_out) tw_tk_wake(TW_WAKE_TIMEOUT, target);
     else tw_tk_wake(how, at);
     tw_libc_depth--;
-    if (timed_out && target > tw_libc_last) tw_libc_last = target;
+    if (timed_out && !modelled && target > tw_libc_last) tw_libc_last = target;
     errno = saved;
 }
 

@@ -47,6 +47,9 @@ void tw_charge_resume(void);
 int tw_tk_sync_now(void);
 /* the core: this thread talks to its process's other threads through descriptors only (vclock.c) */
 void tw_clock_io_thread(void);
+/* the core: this own-clock thread's waits for Python's GIL are modelled (gil.c), so a private lock's timed
+ * wait that times out does not move its clock */
+int tw_gil_modelled_thread(void);
 /* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
  * first act, so that no clock jump can happen between the creation and the new thread's first reading
  * (a creator that then waits for the thread would otherwise leave nothing running). -1: none. */

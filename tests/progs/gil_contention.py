@@ -1,0 +1,61 @@
+"""Python's GIL between an event loop that computes and the one-thread pool it handed work to (uvloop, as
+vLLM's API server tokenizes prompts while it streams tokens; integrations/executor_clock.py and
+shim_c/core/gil.c). The loop hands N pieces of pure-Python work (1 ms of CPU each) to the pool, computes for
+BUSY_MS without yielding, then waits for the results. Run with TIMEWARP_HOST_PACE=0 (CPU time charged as
+measured). Prints the virtual ms (from the start) at which each piece started and ended, at which the loop's
+computation ended, and the shim's counts (tw_gil_stats: GIL requests, real ms they waited, requests that
+ran out of the real-time cap).
+
+With the GIL modelled, a piece cannot run until the loop has computed a switch interval (5 ms) past its
+request, as CPython forces a switch then; and the loop is pushed by the time the pieces held the GIL. With
+TIMEWARP_GIL_MODEL=0 the pieces run as if they had a GIL of their own."""
+import asyncio
+import ctypes
+import json
+import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import uvloop
+
+from timewarp.integrations import executor_clock
+
+assert executor_clock.install(), "executor_clock did not install (not under timewarp run?)"
+sys.setswitchinterval(0.005)
+N, BUSY_MS = 4, 40.0
+pool = ThreadPoolExecutor(max_workers=1)
+t0 = time.monotonic()
+
+
+def compute(ms: float) -> None:
+    """Pure Python under the GIL for ms of this thread's CPU time, reading the (virtual) clock as it goes."""
+    end = time.thread_time() + ms / 1e3
+    x = 0
+    while time.thread_time() < end:
+        for i in range(100):
+            x += i
+        time.monotonic()
+
+
+def piece(k: int) -> tuple[float, float]:
+    start = (time.monotonic() - t0) * 1e3
+    compute(1.0)
+    return start, (time.monotonic() - t0) * 1e3
+
+
+async def main() -> None:
+    global t0
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(pool, piece, -1)   # the pool's thread exists (its start-up is not measured)
+    t0 = time.monotonic()
+    futs = [loop.run_in_executor(pool, piece, k) for k in range(N)]
+    compute(BUSY_MS)
+    busy_end = (time.monotonic() - t0) * 1e3
+    pieces = [await f for f in futs]
+    stats = (ctypes.c_uint64 * 3)()
+    ctypes.CDLL(None).tw_gil_stats(stats)
+    print(json.dumps({"pieces": pieces, "busy_end": busy_end, "takes": stats[0], "waited_ms": stats[1] / 1e6,
+                      "capped": stats[2]}))
+
+
+uvloop.run(main())
