@@ -18,11 +18,12 @@ pool's wake-up of the loop is an eventfd under uvloop, whose wait resumes at its
 (shim_c/libc/message.c); asyncio's own loop wakes by a socket, at its latest write.
 TIMEWARP_EXECUTOR_CLOCK=0 leaves pool threads on the process's clock.
 
-Python's GIL (TIMEWARP_GIL_MODEL=1, off by default): the pool's work runs Python, and while the loop is busy
-the real pool thread waits for the GIL up to the switch interval (5 ms) per piece of work (lease
-vllm_2026-12-01t, case 14: 0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). With the
-model, each piece of work takes the GIL on the process's timeline first (tw_gil_take, shim_c/core/gil.c) and
-hands it back after (tw_gil_give), which pushes the loop's clock by the busy time it displaced. Off by
+Python's GIL (TIMEWARP_GIL_MODEL=1, off by default; one-thread pools only): the pool's work runs Python, and while the loop is busy
+the real pool thread waits for the GIL up to the switch interval (5 ms) (lease vllm_2026-12-01t, case 14:
+0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). With the model, a piece of work takes
+the GIL on the process's timeline (tw_gil_take, shim_c/core/gil.c) where the real thread would ask for it:
+to start, if the pool had been idle, and to return its result; and it hands it back (tw_gil_give), which
+pushes the loop's clock by the busy time it displaced. Off by
 default: the emulated API server's loop is charged more CPU than the real one at 128-256 streams, so it
 looks saturated where the real one is not, and the model then delays every tokenization by a whole switch
 interval (docs/VLLM.md, seventeenth session).
@@ -46,7 +47,7 @@ _installed = False
 _gil_model = False   # set by install(): the shim has gil.c and TIMEWARP_GIL_MODEL=1
 
 
-def _timed(box: list, submitted: int, func, *args):
+def _timed(box: list, submitted: int, gil: bool, func, *args):
     core = _lib()
     if not getattr(_local, "own", False):
         core.tw_clock_io_thread()
@@ -55,14 +56,21 @@ def _timed(box: list, submitted: int, func, *args):
     # lock, a wake from its own process) leaves an own-clock thread at its clock (shim_c/core/vclock.c),
     # which is where its previous work ended: without this raise, work queued after an idle spell ran in
     # the past and cost the loop nothing (vLLM's tokenization, 0.8-4 ms a prompt, was free).
+    # With the GIL modelled: a pool thread that waited for this work (handed over after its previous piece
+    # ended) must take the GIL to start it; one that had it queued goes on holding the GIL. Either way it
+    # needs the GIL back to return the result after the work's native part, which let it go (a
+    # tokenizer's encoding, a blocking call): lease t's contended tokenizations waited once, inside.
+    idle_before = submitted > getattr(_local, "last_end", 0)
     core.tw_clock_raise(submitted)
-    taken = core.tw_gil_take(_switch_ns()) if _gil_model else 0
+    taken = core.tw_gil_take(_switch_ns()) if gil and idle_before else core.tw_now()
     try:
         return func(*args)
     finally:
-        if _gil_model:
+        if gil:
             core.tw_gil_give(taken)
-        box.append(core.tw_now())
+            core.tw_gil_take(_switch_ns())
+        _local.last_end = core.tw_now()
+        box.append(_local.last_end)
 
 
 def _switch_ns() -> int:
@@ -98,7 +106,10 @@ def _wrap_run_in_executor(orig):
         if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
             return orig(self, executor, func, *args)
         box: list = []
-        inner = orig(self, executor, _timed, box, _lib().tw_now(), func, *args)
+        # the GIL model covers one pool thread against its loop: a pool of several threads (the loop's
+        # default executor, resolving host names) contends within itself too, which it does not represent
+        gil = _gil_model and getattr(executor, "_max_workers", 0) == 1
+        inner = orig(self, executor, _timed, box, _lib().tw_now(), gil, func, *args)
         outer = _TimedFuture(loop=self)
 
         def settle(f):

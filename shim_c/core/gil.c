@@ -39,10 +39,14 @@ static uint64_t ring_n;           /* spells noted so far; under ring_lock */
 static atomic_flag ring_lock = ATOMIC_FLAG_INIT;
 static _Atomic uint64_t stats_takes, stats_waited_ns, stats_capped;
 
+static int log_on = -1;   /* TIMEWARP_GIL_LOG=1: a line per request; 2: and per idle spell (diagnostics) */
+
 static void lock(void) { while (atomic_flag_test_and_set_explicit(&ring_lock, memory_order_acquire)) {} }
 static void unlock(void) { atomic_flag_clear_explicit(&ring_lock, memory_order_release); }
 
 void tw_gil_note_idle(uint64_t from, uint64_t to) {
+    if (log_on < 0) log_on = getenv("TIMEWARP_GIL_LOG") ? atoi(getenv("TIMEWARP_GIL_LOG")) : 0;
+    if (log_on >= 2) tw_log("gil: pid %d idle %.3f..%.3f ms", (int)getpid(), from / 1e6, to / 1e6);
     lock();
     ring[ring_n % IDLE_RING].a = from;
     ring[ring_n % IDLE_RING].b = to;
@@ -81,7 +85,6 @@ static int64_t real_ns(void) {
  * answer: TIMEWARP_GIL_WAIT_US, default 50 ms (a safety valve for a thread that runs without reading its
  * clock; then the pool takes the GIL where it is). */
 static int64_t cap_ns = -1;
-static int log_on = -1;   /* TIMEWARP_GIL_LOG=1: one line per request (a diagnostic) */
 #define CAP_DEFAULT_NS 50000000
 #define QUIET_NS 300000
 
@@ -130,7 +133,7 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
     }
     atomic_fetch_add(&stats_takes, 1);
     atomic_fetch_add(&stats_waited_ns, (uint64_t)(real_ns() - start));
-    if (log_on < 0) log_on = getenv("TIMEWARP_GIL_LOG") && *getenv("TIMEWARP_GIL_LOG") == '1';
+    if (log_on < 0) log_on = getenv("TIMEWARP_GIL_LOG") ? atoi(getenv("TIMEWARP_GIL_LOG")) : 0;
     if (log_on)
         tw_log("gil: pid %d take at %.3f ms: timeline %.3f ms, got +%.3f ms (%s), %.0f us real", (int)pid, t0 / 1e6,
                tw_clock_process_time() / 1e6, (got - t0) / 1e6, why, (real_ns() - start) / 1e3);

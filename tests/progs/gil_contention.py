@@ -6,8 +6,9 @@ measured). Prints the virtual ms (from the start) at which each piece started an
 computation ended, and the shim's counts (tw_gil_stats: GIL requests, real ms they waited, requests that
 ran out of the real-time cap).
 
-With the GIL modelled, a piece cannot run until the loop has computed a switch interval (5 ms) past its
-request, as CPython forces a switch then; and the loop is pushed by the time the pieces held the GIL. With
+With the GIL modelled, the pool thread gets the GIL (to start a piece after waiting for it, and to return
+each piece's result) only once the loop has computed a switch interval (5 ms) past its request, as CPython
+forces a switch then; and the loop is pushed by the time the pieces held the GIL. With
 TIMEWARP_GIL_MODEL=0 the pieces run as if they had a GIL of their own."""
 import asyncio
 import ctypes
