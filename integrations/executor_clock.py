@@ -18,15 +18,16 @@ pool's wake-up of the loop is an eventfd under uvloop, whose wait resumes at its
 (shim_c/libc/message.c); asyncio's own loop wakes by a socket, at its latest write.
 TIMEWARP_EXECUTOR_CLOCK=0 leaves pool threads on the process's clock.
 
-Python's GIL (TIMEWARP_GIL_MODEL=1, off by default; one-thread pools only): the pool's work runs Python, and while the loop is busy
-the real pool thread waits for the GIL up to the switch interval (5 ms) (lease vllm_2026-12-01t, case 14:
-0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). With the model, a piece of work takes
-the GIL on the process's timeline (tw_gil_take, shim_c/core/gil.c) where the real thread would ask for it:
-to start, if the pool had been idle, and to return its result; and it hands it back (tw_gil_give), which
-pushes the loop's clock by the busy time it displaced. Off by
-default: the emulated API server's loop is charged more CPU than the real one at 128-256 streams, so it
-looks saturated where the real one is not, and the model then delays every tokenization by a whole switch
-interval (docs/VLLM.md, seventeenth session).
+Python's GIL (one-thread pools; TIMEWARP_GIL_MODEL=0 turns it off): the pool's work runs Python, and while
+the loop is busy the real pool thread waits for the GIL up to the switch interval (5 ms) (lease
+vllm_2026-12-01t, case 14: 0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). A piece of
+work takes the GIL on the process's timeline (tw_gil_take, shim_c/core/gil.c) where the real thread would ask
+for it: to start, if the pool had been idle, and to return its result; and it hands it back (tw_gil_give),
+which pushes the loop's clock by the busy time it displaced. Paired runs of eleven vLLM cases put 7 within
+5% on TTFT, TPOT and throughput with it and 1 without; case 8 after 14 (256 streams) came out worse on TTFT
+(+59% against +37.5%): the emulated loop, charged about 20% more CPU than the real one there, looks
+saturated and delays nearly every tokenization by a whole switch interval (docs/VLLM.md, seventeenth
+session).
 Not covered: a pool thread keeps its own clock once it has run such work, so work later given to the same
 pool with submit() and waited for with result() by another thread does not raise that thread (it resumes
 at its process's clock); the work's own side effects (a queue it fills) carry no time either.
@@ -44,7 +45,7 @@ from .thread_clock import core as _lib
 
 _local = threading.local()
 _installed = False
-_gil_model = False   # set by install(): the shim has gil.c and TIMEWARP_GIL_MODEL=1
+_gil_model = False   # set by install(): the shim has gil.c and TIMEWARP_GIL_MODEL is not 0
 
 
 def _timed(box: list, submitted: int, gil: bool, func, *args):
@@ -156,7 +157,7 @@ def install() -> bool:
         core.tw_gil_give.restype = None
         core.tw_gil_take.argtypes = [ctypes.c_uint64]
         core.tw_gil_give.argtypes = [ctypes.c_uint64]
-        _gil_model = os.environ.get("TIMEWARP_GIL_MODEL") == "1"
+        _gil_model = os.environ.get("TIMEWARP_GIL_MODEL") != "0"
     except AttributeError:
         _gil_model = False
     import asyncio.base_events

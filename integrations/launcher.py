@@ -160,9 +160,9 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
                  "TIMEWARP_VLLM_INPUT_CLOCK"):
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
-    # Python's GIL between an event loop and its pool's work (shim_c/core/gil.c), off by default
+    # Python's GIL between an event loop and its pool's work (shim_c/core/gil.c)
     if base.get("TIMEWARP_GIL_MODEL") not in (None, "", "0", "1"):
-        raise LauncherError(f"TIMEWARP_GIL_MODEL={base['TIMEWARP_GIL_MODEL']!r}: expected 0 (off) or 1 (on); off is the default")
+        raise LauncherError(f"TIMEWARP_GIL_MODEL={base['TIMEWARP_GIL_MODEL']!r}: expected 0 (off) or 1 (on, the default)")
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
     return env
 
