@@ -15,7 +15,9 @@
  * Where the timeline has not reached that point yet, it waits in real time, with the GIL released and out
  * of the time keeper's way, until the process's threads get there or all of them wait. Its work then
  * displaces the timeline (tw_gil_give): the busy time it overlapped is added to the process clock.
- * One acquisition per piece of work: lease t's contended tokenizations took one switch interval each.
+ * Where a piece of work asks (integrations/executor_clock.py): to start, if the pool had been idle, and to
+ * return its result, after the work's native part let the GIL go; lease t's contended tokenizations waited
+ * about one switch interval each, inside the call.
  */
 #define _GNU_SOURCE
 #include <stdatomic.h>
@@ -89,7 +91,9 @@ static int64_t cap_ns = -1;
 #define QUIET_NS 300000
 
 static __thread int gil_modelled;
-static __thread uint64_t held_cpu0;   /* the thread's CPU time when it took the GIL */
+/* the thread's CPU time when it last took the GIL (a queued piece starts holding it from the previous
+ * piece's last take) */
+static __thread uint64_t held_cpu0;
 int tw_gil_modelled_thread(void) { return gil_modelled; }
 
 TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
@@ -110,7 +114,7 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
     int64_t until = real_ns() + cap_ns, start = real_ns(), quiet_since = 0;
     for (;;) {
         uint64_t p = tw_clock_process_time(), x, run_hi = 0;
-        int acts = keeper && tw_tk_process_acts_by(tw_tk, pid, t, &run_hi);
+        int acts = keeper && tw_tk_process_acts_by(tw_tk, pid, t, switch_ns, &run_hi);
         if (run_hi > p) p = run_hi;    /* a thread computing for long without reading its clock */
         if (p > t) {                   /* the timeline has passed t: its record answers */
             uint64_t hi = p < limit ? p : limit;
@@ -123,7 +127,18 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
              * time (a thread that waited for the GIL this thread just let go of needs a moment to take it) */
             int64_t now = real_ns();
             if (!quiet_since) quiet_since = now;
-            if (now - quiet_since >= QUIET_NS) { got = t; why = "waiting"; break; }
+            if (now - quiet_since >= QUIET_NS) {
+                got = t; why = "waiting";
+                if (log_on >= 2 && tw_tk) {
+                    for (uint32_t i = 0; i < tw_tk->hiwater; i++) {
+                        tw_tk_slot *sl = &tw_tk->slots[i];
+                        if (sl->tid && sl->pid == pid)
+                            tw_log("gil:   slot tid %d state %u flags %u clock %.3f deadline %.3f", sl->tid, sl->state,
+                                   sl->flags, sl->clock / 1e6, sl->deadline / 1e6);
+                    }
+                }
+                break;
+            }
         } else {
             quiet_since = 0;
         }
