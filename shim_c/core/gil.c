@@ -114,7 +114,7 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
     int64_t until = real_ns() + cap_ns, start = real_ns(), quiet_since = 0;
     for (;;) {
         uint64_t p = tw_clock_process_time(), x, run_hi = 0;
-        int acts = keeper && tw_tk_process_acts_by(tw_tk, pid, t, switch_ns, &run_hi);
+        int acts = keeper && tw_tk_process_acts_by(tw_tk, pid, t, &run_hi);
         if (run_hi > p) p = run_hi;    /* a thread computing for long without reading its clock */
         if (p > t) {                   /* the timeline has passed t: its record answers */
             uint64_t hi = p < limit ? p : limit;
@@ -124,7 +124,9 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
             quiet_since = 0;
         } else if (!acts) {
             /* all its threads wait beyond t: the GIL is free at t, once that has held for a while of real
-             * time (a thread that waited for the GIL this thread just let go of needs a moment to take it) */
+             * time (a thread that waited for the GIL this thread just let go of needs a moment to take it;
+             * on a loaded machine it can take longer, and the loop then looks idle: counting a thread that
+             * waits one switch interval as busy stalled vLLM's API server, whose loop waits such times too) */
             int64_t now = real_ns();
             if (!quiet_since) quiet_since = now;
             if (now - quiet_since >= QUIET_NS) {

@@ -210,8 +210,7 @@ uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid) {
     return scan_except(k, pid, 1, &running);
 }
 
-#define GIL_WAIT_SLACK_NS 200000
-int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t gil_ns, uint64_t *run_hi) {
+int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t *run_hi) {
     int acts = 0;
     *run_hi = 0;
     uint32_t hi = LOAD(&k->hiwater);
@@ -226,15 +225,7 @@ int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t gil
             acts = 1;
             break;
         }
-        case TW_SLOT_SLEEP: case TW_SLOT_TWAIT: {
-            uint64_t d = LOAD(&s->deadline), c = LOAD(&s->clock);
-            if (d <= t) acts = 1;
-            /* a wait of one switch interval: CPython's take_gil, woken as soon as the GIL is let go (a
-             * busy thread that another one's GIL hold put to sleep is not idle) */
-            else if (gil_ns && d > c && (d - c > gil_ns ? d - c - gil_ns : gil_ns - (d - c)) <= GIL_WAIT_SLACK_NS)
-                acts = 1;
-            break;
-        }
+        case TW_SLOT_SLEEP: case TW_SLOT_TWAIT: if (LOAD(&s->deadline) <= t) acts = 1; break;
         default: break;
         }
     }

@@ -145,11 +145,10 @@ uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
  * clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of pid may still
  * be handed before then, through memory by a feeder or by message from elsewhere. */
 uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid);
-/* Whether a thread on pid's own timeline (not TW_SLOT_OWN) runs, waits for a deadline at or before t, or
- * waits exactly gil_ns (CPython's switch interval: it waits for Python's GIL and runs once it has it): the
+/* Whether a thread on pid's own timeline (not TW_SLOT_OWN) runs, or waits for a deadline at or before t: the
  * process may still act at or before t (shim_c/core/gil.c). *run_hi: the highest clock of its running ones
  * (their last reading, or the keeper's extrapolation of a long computation), 0 if none runs. */
-int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t gil_ns, uint64_t *run_hi);
+int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t *run_hi);
 /* Wait (slot s asleep at t) until no thread of another process can act before t (tw_tk_others_lo). */
 int tw_tk_wait_others(tw_tk_slot *s, uint64_t t);
 /* Wait (slot s asleep at t) until tw_tk_inputs_lo reaches t, at most max_real_ns of real time: 0 done, 1 the
