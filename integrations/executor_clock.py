@@ -63,7 +63,7 @@ def _timed(box: list, submitted: int, gil: bool, func, *args):
     # tokenizer's encoding, a blocking call): lease t's contended tokenizations waited once, inside.
     idle_before = submitted > getattr(_local, "last_end", 0)
     core.tw_clock_raise(submitted)
-    taken = core.tw_gil_take(_switch_ns()) if gil and idle_before else core.tw_now()
+    taken = (core.tw_gil_take(_switch_ns()) if idle_before else core.tw_now()) if gil else 0
     try:
         return func(*args)
     finally:

@@ -156,13 +156,11 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     # switches of the message stamps, the busy reader's wait, eventfd wake-ups (shim_c/libc/message.c,
     # wait.c), the clock of an event loop's pool work (integrations/executor_clock.py) and of vLLM's EngineCore
     # input thread (integrations/vllm_plugin/input_clock.py)
+    # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c)
     for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK",
-                 "TIMEWARP_VLLM_INPUT_CLOCK"):
+                 "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL"):
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
-    # Python's GIL between an event loop and its pool's work (shim_c/core/gil.c)
-    if base.get("TIMEWARP_GIL_MODEL") not in (None, "", "0", "1"):
-        raise LauncherError(f"TIMEWARP_GIL_MODEL={base['TIMEWARP_GIL_MODEL']!r}: expected 0 (off) or 1 (on, the default)")
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
     return env
 

@@ -43,12 +43,16 @@ static _Atomic uint64_t stats_takes, stats_waited_ns, stats_capped;
 
 static int log_on = -1;   /* TIMEWARP_GIL_LOG=1: a line per request; 2: and per idle spell (diagnostics) */
 
+static int log_level(void) {
+    if (log_on < 0) log_on = getenv("TIMEWARP_GIL_LOG") ? atoi(getenv("TIMEWARP_GIL_LOG")) : 0;
+    return log_on;
+}
+
 static void lock(void) { while (atomic_flag_test_and_set_explicit(&ring_lock, memory_order_acquire)) {} }
 static void unlock(void) { atomic_flag_clear_explicit(&ring_lock, memory_order_release); }
 
 void tw_gil_note_idle(uint64_t from, uint64_t to) {
-    if (log_on < 0) log_on = getenv("TIMEWARP_GIL_LOG") ? atoi(getenv("TIMEWARP_GIL_LOG")) : 0;
-    if (log_on >= 2) tw_log("gil: pid %d idle %.3f..%.3f ms", (int)getpid(), from / 1e6, to / 1e6);
+    if (log_level() >= 2) tw_log("gil: pid %d idle %.3f..%.3f ms", (int)getpid(), from / 1e6, to / 1e6);
     lock();
     ring[ring_n % IDLE_RING].a = from;
     ring[ring_n % IDLE_RING].b = to;
@@ -75,12 +79,6 @@ static int idle_in(uint64_t lo, uint64_t hi, uint64_t *at, uint64_t *idle) {
     if (at) *at = first;
     if (idle) *idle = sum;
     return found;
-}
-
-static int64_t real_ns(void) {
-    struct timespec ts;
-    tw_sys2(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000ll + ts.tv_nsec;
 }
 
 /* How long (real time) a request for the GIL waits at most for its process's timeline to reach its
@@ -111,7 +109,7 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
     int keeper = tw_tk != NULL;
     int32_t pid = (int32_t)getpid();
     if (keeper) tw_tk_block_begin();   /* waiting here holds nobody else back */
-    int64_t until = real_ns() + cap_ns, start = real_ns(), quiet_since = 0;
+    int64_t until = tw_tk_real_ns() + cap_ns, start = tw_tk_real_ns(), quiet_since = 0;
     for (;;) {
         uint64_t p = tw_clock_process_time(), x, run_hi = 0;
         int acts = keeper && tw_tk_process_acts_by(tw_tk, pid, t, &run_hi);
@@ -127,11 +125,11 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
              * time (a thread that waited for the GIL this thread just let go of needs a moment to take it;
              * on a loaded machine it can take longer, and the loop then looks idle: counting a thread that
              * waits one switch interval as busy stalled vLLM's API server, whose loop waits such times too) */
-            int64_t now = real_ns();
+            int64_t now = tw_tk_real_ns();
             if (!quiet_since) quiet_since = now;
             if (now - quiet_since >= QUIET_NS) {
                 got = t; why = "waiting";
-                if (log_on >= 2 && tw_tk) {
+                if (log_level() >= 2 && tw_tk) {
                     for (uint32_t i = 0; i < tw_tk->hiwater; i++) {
                         tw_tk_slot *sl = &tw_tk->slots[i];
                         if (sl->tid && sl->pid == pid)
@@ -144,16 +142,15 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
         } else {
             quiet_since = 0;
         }
-        if (real_ns() >= until) { got = t; why = "cap"; atomic_fetch_add(&stats_capped, 1); break; }
+        if (tw_tk_real_ns() >= until) { got = t; why = "cap"; atomic_fetch_add(&stats_capped, 1); break; }
         struct timespec ts = {0, 20000};
         tw_sys2(SYS_nanosleep, &ts, 0);
     }
     atomic_fetch_add(&stats_takes, 1);
-    atomic_fetch_add(&stats_waited_ns, (uint64_t)(real_ns() - start));
-    if (log_on < 0) log_on = getenv("TIMEWARP_GIL_LOG") ? atoi(getenv("TIMEWARP_GIL_LOG")) : 0;
-    if (log_on)
+    atomic_fetch_add(&stats_waited_ns, (uint64_t)(tw_tk_real_ns() - start));
+    if (log_level())
         tw_log("gil: pid %d take at %.3f ms: timeline %.3f ms, got +%.3f ms (%s), %.0f us real", (int)pid, t0 / 1e6,
-               tw_clock_process_time() / 1e6, (got - t0) / 1e6, why, (real_ns() - start) / 1e3);
+               tw_clock_process_time() / 1e6, (got - t0) / 1e6, why, (tw_tk_real_ns() - start) / 1e3);
     if (keeper) tw_tk_wake(TW_WAKE_AT, got);
     else (void)tw_clock_raise(got);
     return got;
