@@ -165,6 +165,8 @@ class Ctx:
         self.reps = 3 if self.dry else 7
         # --graph-slope: graph rows also give node_us, the slope between replays of inner and 4 x inner nodes
         self.graph_slope = getattr(args, "graph_slope", False)
+        self.memcpy_grid = getattr(args, "memcpy_grid", "pow2")
+        self.memcpy_passes = max(1, getattr(args, "memcpy_passes", 1))
         # cycles of torch.cuda._sleep before a 'busy' replay (about 0.5 ms at H200 clocks); 0 where the
         # device has no such kernel (under emulation it is one more kernel, timed like any other)
         self.busy_cycles = 1_000_000 if self.cuda else 0
@@ -222,8 +224,11 @@ class Ctx:
                 return time.perf_counter() - box["t"]
         return start, stop
 
-    def measure(self, fn, mode="graph", max_inner=512, reps=None):
-        """fn(j) launches one operation (using buffer j % n). Returns per-launch seconds (median/min/max)."""
+    def measure(self, fn, mode="graph", max_inner=512, reps=None, slope_reuse=False):
+        """fn(j) launches one operation (using buffer j % n). Returns per-launch seconds (median/min/max).
+        slope_reuse: the 4 x inner graph of --graph-slope calls fn(j % inner), so that both graphs touch the
+        same buffers (the same working set: without it a small copy's inner graph fits in the L2 while its
+        4 x inner graph does not, and the slope mixes the two regimes)."""
         torch = self.torch
         reps = reps or self.reps
         start, stop = self.timer()
@@ -250,7 +255,7 @@ class Ctx:
                 g = torch.cuda.CUDAGraph()
                 with torch.cuda.graph(g, stream=s):
                     for j in range(n):
-                        fn(j)
+                        fn(j % inner if slope_reuse else j)
                 g.replay()
                 self.sync()
                 return g
@@ -699,10 +704,73 @@ def sec_elementwise(ctx, out):
         log(f"elementwise {dname} done; last {last['op']} n=2^{exps[-1]} {last.get('gbps_min_bytes', 0):.0f} GB/s")
 
 
+def memcpy_sizes(grid, dry):
+    """The byte counts of the memcpy section: 'pow2', 2^10 .. 2^30; 'dense', 2^k and 1.5 x 2^k from 1 KiB to
+    2 GiB (2^10 .. 2^31 and 3 x 2^9 .. 3 x 2^29: 43 sizes)."""
+    hi = 16 if dry else (31 if grid == "dense" else 30)
+    sizes = {1 << e for e in range(10, hi + 1)}
+    if grid == "dense":
+        sizes |= {3 << (e - 1) for e in range(10, hi)}
+    return sorted(sizes)
+
+
+def cudart_memset(torch):
+    """cudaMemsetAsync(ptr, 0, n) on torch's current stream: through the CUDA runtime torch loaded (ctypes;
+    the call the emulator also serves), else through cuda.bindings; None if neither is there."""
+    try:
+        import ctypes
+
+        rt = ctypes.CDLL("libcudart.so.13")
+
+        def memset(ptr, n):
+            err = rt.cudaMemsetAsync(ctypes.c_void_p(ptr), 0, ctypes.c_size_t(n),
+                                     ctypes.c_void_p(torch.cuda.current_stream().cuda_stream))
+            if err != 0:
+                raise RuntimeError(f"cudaMemsetAsync -> {err}")
+        return memset, "ctypes libcudart.so.13"
+    except OSError as e:
+        log(f"memset via ctypes unavailable: {e}")
+    try:
+        from cuda.bindings import runtime as rt
+
+        def memset(ptr, n):
+            err = rt.cudaMemsetAsync(ptr, 0, n, rt.cudaStream_t(torch.cuda.current_stream().cuda_stream))
+            if int(err[0]) != 0:
+                raise RuntimeError(f"cudaMemsetAsync -> {err}")
+        return memset, "cuda.bindings"
+    except Exception as e:  # noqa: BLE001
+        log(f"memset via cuda.bindings unavailable: {e}")
+    return None, None
+
+
+def kernel_launches(ctx, fn):
+    """(name, grid, block, device us) of the kernels one call of fn launches (torch.profiler's trace)."""
+    import tempfile
+    from torch.profiler import profile, ProfilerActivity
+
+    fn()
+    ctx.sync()
+    with profile(activities=[ProfilerActivity.CUDA]) as p:
+        fn()
+        ctx.sync()
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "t.json")
+        p.export_chrome_trace(path)
+        with open(path) as f:
+            ev = json.load(f).get("traceEvents", [])
+    return [(e["name"], e.get("args", {}).get("grid"), e.get("args", {}).get("block"), e.get("dur"))
+            for e in ev if e.get("cat") == "kernel"]
+
+
 def sec_memcpy(ctx, out):
+    """Copies and memsets by bytes. --memcpy-grid dense: also 1.5 x 2^k sizes up to 2 GiB, pinned H2D/D2H
+    inside graphs too, the 4 x inner slope graph on the inner graph's buffers (slope_reuse), --memcpy-passes
+    passes over the grid (column `pass`), then the fill kernels' launch keys (table fill_kernels) and probes
+    of the captured D2D copies of 512 MiB and 1 GiB (table memcpy_probe)."""
     torch = ctx.torch
-    exps = list(range(10, 17)) if ctx.dry else list(range(10, 31))
-    CAP = 1 << exps[-1]
+    dense = ctx.memcpy_grid == "dense"
+    sizes = memcpy_sizes(ctx.memcpy_grid, ctx.dry)
+    CAP = sizes[-1]
     u8 = torch.uint8
     pinned = torch.empty(CAP, dtype=u8, pin_memory=ctx.cuda)
     pinned.fill_(1)
@@ -711,22 +779,15 @@ def sec_memcpy(ctx, out):
     dB = torch.zeros(CAP, dtype=u8, device=ctx.dev)
     memset = None
     if ctx.cuda:
-        try:
-            from cuda.bindings import runtime as rt
-
-            def memset(ptr, n):
-                err = rt.cudaMemsetAsync(ptr, 0, n, rt.cudaStream_t(torch.cuda.current_stream().cuda_stream))
-                if int(err[0]) != 0:
-                    raise RuntimeError(f"cudaMemsetAsync -> {err}")
-        except Exception as e:  # noqa: BLE001
-            log(f"memset via cuda.bindings unavailable: {e}")
+        memset, how = cudart_memset(torch)
+        out.summary["memset_via"] = how
+    graphed = ("D2D", "fill_zero_torch", "memset_cudart") + (("H2D_pinned", "D2H_pinned") if dense else ())
 
     def off(j, n):
         span = CAP - n
         return 0 if span <= 0 else ((j * n) % (span + 1)) // 256 * 256
 
-    for e in exps:
-        n = 1 << e
+    def cases_of(n):
         cases = {
             "H2D_pinned": lambda j: dA[off(j, n):off(j, n) + n].copy_(pinned[off(j, n):off(j, n) + n], non_blocking=True),
             "H2D_pageable": lambda j: dA[off(j, n):off(j, n) + n].copy_(pageable[off(j, n):off(j, n) + n]),
@@ -737,36 +798,70 @@ def sec_memcpy(ctx, out):
         }
         if memset is not None:
             cases["memset_cudart"] = lambda j: memset(dB[off(j, n):].data_ptr(), n)
-        for name, fn in cases.items():
-            modes = ["eager_loop"]
-            if ctx.cuda and name in ("D2D", "fill_zero_torch", "memset_cudart"):
-                modes.append("graph")
-            for mode in modes:
-                row = {"op": name, "bytes": n, "log2_bytes": e}
+        return cases
+
+    for pss in range(ctx.memcpy_passes):
+        for n in sizes:
+            e = n.bit_length() - 1
+            for name, fn in cases_of(n).items():
+                modes = ["eager_loop"]
+                if ctx.cuda and name in graphed:
+                    modes.append("graph")
+                for mode in modes:
+                    row = {"op": name, "bytes": n, "log2_bytes": e}
+                    if dense:
+                        row["pass"] = pss
+                    try:
+                        r = ctx.measure(fn, mode=mode, max_inner=256, reps=5, slope_reuse=dense)
+                        row.update(r)
+                        t = r["t_median_us"] * 1e-6
+                        row["gbps"] = n / t / 1e9
+                        if name == "D2D":
+                            row["gbps_read_plus_write"] = 2 * n / t / 1e9
+                        if mode == "eager_loop" and "pageable" in name:  # host view: per-call wall time
+                            ctx.sync()
+                            k = max(1, min(50, r["inner"]))
+                            t0 = time.perf_counter()
+                            for j in range(k):
+                                fn(j)
+                            ctx.sync()
+                            row["host_wall_us_per_call"] = (time.perf_counter() - t0) / k * 1e6
+                    except Exception as ex:  # noqa: BLE001
+                        row.update(mode=mode, error=f"{type(ex).__name__}: {str(ex)[:300]}")
+                    out.add("memcpy", row)
+            if (n & (n - 1)) == 0 and (e % 5 == 0 or n == sizes[-1]):
+                log(f"memcpy pass {pss} 2^{e} done")
+            if ctx.left() < 40:
+                log("memcpy: stopping early (budget)")
+                return
+        out.write("memcpy")
+    if ctx.cuda and dense:
+        # the launch key (name, grid, block) of each size's fill kernel, for the profile's kern rows
+        for n in sizes:
+            try:
+                for k, (name, grid, block, dur) in enumerate(kernel_launches(ctx, lambda: dB[:n].zero_())):
+                    out.add("fill_kernels", {"op": "fill_zero_torch", "bytes": n, "idx": k, "kernel": name,
+                                             "grid": json.dumps(grid), "block": json.dumps(block), "device_us": dur})
+            except Exception as ex:  # noqa: BLE001
+                out.add("fill_kernels", {"op": "fill_zero_torch", "bytes": n, "error": f"{type(ex).__name__}: {ex}"[:300]})
+        out.write("fill_kernels")
+        # captured D2D copies of exactly 512 MiB and 1 GiB were 1.65x slower than eager ones (kernels_2026-11-30):
+        # a size effect, or the buffers' alignment? Sizes next to them, and the destination moved by 64 KiB
+        for n, shift in ((1 << 29, 0), ((1 << 29) - (1 << 20), 0), ((1 << 29) + (1 << 20), 0), (1 << 30, 0),
+                         ((1 << 30) - (1 << 20), 0), ((1 << 30) + (1 << 20), 0), (1 << 29, 1 << 16),
+                         (1 << 30, 1 << 16), (1 << 31, 0)):
+            if n + shift > CAP or ctx.left() < 20:
+                continue
+            for mode in ("graph", "eager_loop"):
+                row = {"op": "D2D", "bytes": n, "dst_shift": shift}
                 try:
-                    r = ctx.measure(fn, mode=mode, max_inner=256, reps=5)
-                    row.update(r)
-                    t = r["t_median_us"] * 1e-6
-                    row["gbps"] = n / t / 1e9
-                    if name == "D2D":
-                        row["gbps_read_plus_write"] = 2 * n / t / 1e9
-                    if mode == "eager_loop" and "pageable" in name:  # host view: per-call wall time
-                        ctx.sync()
-                        k = max(1, min(50, r["inner"]))
-                        t0 = time.perf_counter()
-                        for j in range(k):
-                            fn(j)
-                        ctx.sync()
-                        row["host_wall_us_per_call"] = (time.perf_counter() - t0) / k * 1e6
+                    row.update(ctx.measure(lambda j: dB[shift:shift + n].copy_(dA[:n]), mode=mode, max_inner=256,
+                                           reps=5, slope_reuse=True))
                 except Exception as ex:  # noqa: BLE001
                     row.update(mode=mode, error=f"{type(ex).__name__}: {str(ex)[:300]}")
-                out.add("memcpy", row)
-        if e % 5 == 0 or e == exps[-1]:
-            log(f"memcpy 2^{e} done")
-        if ctx.left() < 40:
-            log("memcpy: stopping early (budget)")
-            return
-    if ctx.cuda and memset is not None:
+                out.add("memcpy_probe", row)
+        out.write("memcpy_probe")
+    if ctx.cuda and memset is not None and not dense:
         try:
             ctx.profile(lambda: memset(dB.data_ptr(), 1 << 24), out, "memcpy", "memset_cudart 16MiB")
             ctx.profile(lambda: dB[: 1 << 24].zero_(), out, "memcpy", "fill_zero_torch 16MiB")
@@ -1061,6 +1156,10 @@ def main():
                     help="graph rows also measure 4 x inner nodes: node_us (per-node device time without the "
                          "per-replay cost), replay_fixed_us (that cost, GPU idle at launch) and "
                          "replay_fixed_busy_us (GPU busy at launch)")
+    ap.add_argument("--memcpy-grid", choices=("pow2", "dense"), default="pow2",
+                    help="memcpy sizes: powers of two 1 KiB-1 GiB, or 'dense' (also 1.5 x 2^k, up to 2 GiB, pinned "
+                         "copies in graphs too, the slope graph on the same buffers; sec_memcpy)")
+    ap.add_argument("--memcpy-passes", type=int, default=1, help="passes over the memcpy grid (column `pass`)")
     args = ap.parse_args()
 
     if args.host_only:
