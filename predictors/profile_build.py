@@ -75,6 +75,10 @@ DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
 # the slope between replays of inner and 4 x inner nodes), free of the ~12 us per-replay cost that
 # t_median_us divides among `inner` nodes; used where present for the in-graph gap and the graph-timed copies
 SLOPE_SRC = HERE / "data" / "h200" / "graph_slope_2026-12-01"
+# copies and memsets again (2026-12-02, --memcpy-grid dense --memcpy-passes 2): 2^k and 1.5 x 2^k from 1 KiB to
+# 2 GiB, pinned H2D/D2H also inside graphs, the slope graph on the same buffers as the inner one; medians over
+# the two passes. Where present, every copy, memset and uint8 fill row comes from here (_dense_table)
+DENSE_SRC = HERE / "data" / "h200" / "memcpy_dense_2026-12-02"
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"          # every measured row: what `timewarp run` uses
 FIT_OUT = HERE / "data" / "h200" / "profile_fit.tsv"          # fitted rows only: what `timewarp validate` uses
 KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
@@ -197,7 +201,29 @@ def _graph_rows(pd, src, ops):
     return c[c.op.isin(ops)]
 
 
+def _dense_table(pd, src: pathlib.Path = DENSE_SRC):
+    """DENSE_SRC's memcpy rows, the median over its passes per (op, bytes, mode); None where it is absent."""
+    if not (src / "memcpy.parquet").exists():
+        return None
+    t = pd.read_parquet(src / "memcpy.parquet")
+    if "error" in t.columns:
+        t = t[t.error.isna()]
+    return t.groupby(["op", "bytes", "mode"], as_index=False)[["t_median_us", "node_us"]].median()
+
+
+def _dense_copy_rows(pd, d):
+    """Copies from DENSE_SRC, t_median_us being the device time per copy: the per-node time inside a graph
+    (node_us) for D2D and pinned H2D/D2H; the eager loop's time per copy for pageable ones (not capturable;
+    host-staged, and the host's part is the copy's time)."""
+    g = d[(d["mode"] == "graph") & d.op.isin(["D2D", "H2D_pinned", "D2H_pinned"]) & (d.node_us > 0)]
+    e = d[(d["mode"] == "eager_loop") & d.op.isin(["H2D_pageable", "D2H_pageable"])]
+    return pd.concat([g.assign(t_median_us=g.node_us), e], ignore_index=True)
+
+
 def _copy_rows(pd, src):
+    d = _dense_table(pd)
+    if d is not None:
+        return _dense_copy_rows(pd, d)
     c = pd.read_parquet(src / "memcpy.parquet")
     c = c[c.op.isin(list(COPY_OPS)) & (c.op != "D2D") & c.t_median_us.notna()]
     # device-to-device copies were also timed inside graphs: take those (device time); the others eager
@@ -206,7 +232,40 @@ def _copy_rows(pd, src):
 
 def _set_rows(pd, src):
     """cudaMemsetAsync timed inside CUDA graphs (device time per launch), by bytes."""
+    d = _dense_table(pd)
+    if d is not None:
+        d = d[(d["mode"] == "graph") & (d.op == "memset_cudart") & (d.node_us > 0)]
+        return d.assign(t_median_us=d.node_us)
     return _graph_rows(pd, src, ["memset_cudart"])
+
+
+def dense_fill_table(with_held_out: bool = False):
+    """`kern` rows (KERN_KEY columns, ns, source) for PyTorch's uint8 fill kernel (zero_()) from DENSE_SRC:
+    the per-node time in a graph minus kgap (profile.c adds kgap to a kern row), keyed by the launch
+    (fill_kernels.parquet: name, grid, block of each size's kernel, read with torch.profiler on the same
+    lease); sizes split in two launches (2 GiB: int32 indexing) are left out; the median where sizes share a
+    key. Split by bytes as the copies are (is_held_out("copy")). Empty where DENSE_SRC is absent."""
+    import pandas as pd
+
+    cols = KERN_KEY + ["ns", "source"]
+    d = _dense_table(pd)
+    if d is None or not (DENSE_SRC / "fill_kernels.parquet").exists():
+        return pd.DataFrame(columns=cols)
+    f = pd.read_parquet(DENSE_SRC / "fill_kernels.parquet")
+    f = f[f.kernel.notna()]
+    f = f[f.groupby("bytes").idx.transform("size") == 1]
+    grid, block = f.grid.map(json.loads), f.block.map(json.loads)
+    f = f.assign(name=f.kernel, **{f"grid_{a}": grid.map(lambda v, i=i: int(v[i])) for i, a in enumerate("xyz")},
+                 **{f"block_{a}": block.map(lambda v, i=i: int(v[i])) for i, a in enumerate("xyz")})
+    n = d[(d["mode"] == "graph") & (d.op == "fill_zero_torch") & (d.node_us > 0)][["bytes", "node_us"]]
+    f = f.merge(n, on="bytes")
+    f = f[[with_held_out or not is_held_out("copy", r) for r in f.itertuples()]]
+    if f.empty:
+        return pd.DataFrame(columns=cols)
+    kgap = kernel_gap_ns()
+    ns = (f.node_us * 1e3 - kgap).clip(lower=0.3 * f.node_us * 1e3)
+    t = f.assign(ns=ns).groupby(KERN_KEY).ns.median().reset_index()
+    return t.assign(source=DENSE_SRC.name)[cols]
 
 
 def _recorded(pd, paths: list[pathlib.Path], columns: list[str]):
@@ -372,6 +431,9 @@ def kern_table(with_held_out: bool = False):
     import pandas as pd
 
     parts = []
+    dense = dense_fill_table(with_held_out)
+    if len(dense):      # the uint8 fill's per-node times by bytes: before the recorder's rows of the same keys
+        parts.append(dense)
     if any(p.exists() for p in KERNELS):
         rec = kernel_rows()
         parts.append(rec[with_held_out | ~rec.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()

@@ -19,14 +19,16 @@ import subprocess
 import sys
 import tempfile
 
-from timewarp.predictors.profile_build import SLOPE_SRC
+from timewarp.predictors.profile_build import DENSE_SRC, SLOPE_SRC
 
 HERE = pathlib.Path(__file__).resolve().parent
 BENCH = HERE / "calibration" / "microbench_h200.py"
 DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29"}
 # newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us),
 # the folder the profile's per-node rows come from
-DATA_TABLES = {"H200": {t: SLOPE_SRC for t in ("elementwise", "memcpy")}}
+DATA_TABLES = {"H200": {"elementwise": SLOPE_SRC, "memcpy": DENSE_SRC if (DENSE_SRC / "memcpy.parquet").exists() else SLOPE_SRC}}
+# the memcpy section's sizes: the dense grid (2^k and 1.5 x 2^k, 1 KiB-2 GiB) where its measurements are stored
+MEMCPY_GRID = "dense" if DATA_TABLES["H200"]["memcpy"] == DENSE_SRC else "pow2"
 
 # table -> (family shown, configuration columns that identify a row)
 TABLES = {
@@ -53,7 +55,7 @@ FIT_PROFILE = HERE / "data" / "h200" / "profile_fit.tsv"   # without the held-ou
 
 def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budget: int = 3000) -> None:
     cmd = [sys.executable, "-m", "timewarp", "run", "--gpu", gpu, "--", sys.executable, str(BENCH), str(outdir),
-           "--sections", sections, "--budget", str(budget), "--graph-slope"]
+           "--sections", sections, "--budget", str(budget), "--graph-slope", "--memcpy-grid", MEMCPY_GRID]
     # the profile without the held-out rows, so that their errors are those of the predictor's interpolation
     env = {**os.environ, "TIMEWARP_PROFILE": str(FIT_PROFILE)}
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -76,6 +78,15 @@ def _split(table: str, row) -> str:
         return "no profile"
 
 
+def _passes_median(t, keys):
+    """A table measured in several passes over its grid (column `pass`, --memcpy-passes): the median per row."""
+    if "pass" not in t.columns:
+        return t
+    if "error" in t.columns:
+        t = t[t.error.isna()]
+    return t.groupby([c for c in keys if c in t.columns], as_index=False).median(numeric_only=True).drop(columns="pass")
+
+
 def _with_node_rows(pd, t):
     """The table plus, for each graph row with node_us, a 'graph-node' row whose t_median_us is node_us."""
     if "node_us" not in t.columns:
@@ -94,7 +105,8 @@ def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None =
         rp, ep = (tables or {}).get(table, real_dir) / f"{table}.parquet", emu_dir / f"{table}.parquet"
         if not rp.exists() or not ep.exists():
             continue
-        r, e = _with_node_rows(pd, pd.read_parquet(rp)), _with_node_rows(pd, pd.read_parquet(ep))
+        r, e = _passes_median(pd.read_parquet(rp), keys), _passes_median(pd.read_parquet(ep), keys)
+        r, e = _with_node_rows(pd, r), _with_node_rows(pd, e)
         keys = [c for c in keys if c in r.columns and c in e.columns]
         m = r.merge(e, on=keys, suffixes=("_real", "_emu"))
         m = m[(m.t_median_us_real > 0) & (m.t_median_us_emu > 0)]

@@ -63,6 +63,27 @@ def test_validation_profile_leaves_the_held_out_rows_out():
     assert "\t".join(["gemm", "14", "1", "0", "4096", "4096", "1024"]) in fit
 
 
+def test_copies_and_memsets_come_from_the_dense_grid_with_the_fixed_split():
+    """Copies, memsets and uint8 fills come from memcpy_dense_2026-12-02 (2^k and 1.5 x 2^k bytes, per-node times
+    inside graphs): the same rule as before decides the held-out rows (floor(log2(bytes)) odd), so 1.5 KiB
+    (floor 10) is fitted and 3 KiB (floor 11) held out, like 2 KiB."""
+    from timewarp.predictors import profile_build as pb
+
+    if not (pb.DENSE_SRC / "memcpy.parquet").exists():
+        pytest.skip("no dense copy measurements")
+    fit = PROFILE.with_name("profile_fit.tsv").read_text().splitlines()
+    every = PROFILE.read_text().splitlines()
+    for size, held in ((1536, False), (2048, True), (3072, True), (4096, False), (805306368, True)):
+        row = "\t".join(["copy", "3", "1", str(size)]) + "\t"
+        assert any(x.startswith(row) for x in every), size
+        assert any(x.startswith(row) for x in fit) != held, size
+        assert pb.is_held_out("copy", type("R", (), {"bytes": size})) == held
+    sets = {int(x.split("\t")[1]) for x in fit if x.startswith("set\t")}
+    assert {1536, 6144} <= sets and not {2048, 3072} & sets
+    fills = pb.dense_fill_table(with_held_out=False)
+    assert len(fills) and fills.name.str.contains("FillFunctor<unsigned char>").all()
+
+
 def test_other_gpus_are_scaled_from_the_h200(h200):
     run = run_emulated(PROG, gpu="A100")
     assert run.rc == 0, run.stderr[-3000:]
