@@ -11,7 +11,8 @@ start a prompt, "prefill"; steps that only decode, "decode"), the interval betwe
 input and output processing, and for concurrency 1 the chain of one request's first token: API input ->
 first schedule -> the prefill's launch -> its sampling -> the first output in the API server; how many
 requests missed an engine step after the API server had passed them on (missed_steps); and how fast bursts of
-concurrent requests reached the API server (arrival_bursts). A phase whose
+concurrent requests reached the API server (arrival_bursts); and how long each tokenization waited to start in
+the API server's pool and for its result to be taken (tokenize_waits). A phase whose
 emulated median is off says where the emulator's host or GPU time goes wrong.
 """
 from __future__ import annotations
@@ -180,6 +181,28 @@ def arrival_bursts(ev: list[tuple], t0: int, t1: int, gap_ms: float = 20.0, leas
     return out
 
 
+def tokenize_waits(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
+    """The API server's tokenizations in [t0, t1] seen from both sides (timelines since 2026-12-02): the loop
+    hands each to its one-thread pool (api.tokenize_async, call to return) and the pool runs it
+    (api.tokenize). The pool runs them in order, so the k-th of each are one tokenization. Per tokenization
+    (ms): 'to start', from the hand-over to the pool's start (the pieces queued ahead, and Python's GIL, which
+    the pool thread must take first); 'in pool' (the call); 'to result', from its end to the coroutine's
+    return (the loop taking the result)."""
+    asy = [x for x in ev if t0 <= x[0] <= t1 and x[2] == "api.tokenize_async"]
+    if not asy:
+        return {}
+    enc = [x for x in ev if asy[0][0] <= x[0] <= t1 and x[2] == "api.tokenize"]
+    out: dict[str, list[float]] = {}
+    for a, e in zip(asy, enc):
+        for key, ns in (("to start", e[0] - a[0]), ("in pool", e[1] - e[0]), ("to result", a[1] - e[1])):
+            out.setdefault(key, []).append(ns / 1e6)
+    return out
+
+
+def _p90(v: list[float]) -> float:
+    return sorted(v)[int(0.9 * (len(v) - 1))]
+
+
 def _table(title: str, real: dict, emu: dict) -> None:
     print(f"  {title:<26} {'n real/emu':>11} {'real ms':>9} {'emu ms':>9} {'error':>8}")
     for key in sorted(set(real) | set(emu), key=lambda k: (k.split("/")[-1], k)):
@@ -220,6 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         if ra or ea:
             print(f"{case}: bursts of requests reaching the API server (requests, ms per request), real | emulated: "
                   + " ".join(f"{n}x{ms:.2f}" for n, ms in ra[:6]) + " | " + " ".join(f"{n}x{ms:.2f}" for n, ms in ea[:6]))
+        rt, et = tokenize_waits(rev, *rw), tokenize_waits(eev, *ew)
+        if rt and et:
+            print(f"{case}: tokenizations, hand-over to the pool -> start -> end -> result taken")
+            _table("part (median; p90)", rt | {k + " p90": [_p90(v)] for k, v in rt.items()},
+                   et | {k + " p90": [_p90(v)] for k, v in et.items()})
         rc, ec = first_token_chain(rev, *rw), first_token_chain(eev, *ew)
         if rc and ec:
             print(f"{case}: first-token chain (meaningful at concurrency 1)")

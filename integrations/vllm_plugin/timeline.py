@@ -74,6 +74,21 @@ def _wrap(module_name: str, cls_name: str, method: str, name: str, detail=None, 
     wrap_method(module_name, cls_name, method, make, "_timewarp_timeline")
 
 
+def _wrap_async(module_name: str, cls_name: str, method: str, name: str) -> None:
+    """Time the coroutine cls_name.method from its call to its return: wall time only (the loop runs other
+    tasks meanwhile, so the thread's CPU time says nothing here; cpu is written as -1)."""
+
+    def make(orig):
+        async def wrapper(self, *args, **kwargs):
+            t0 = time.perf_counter_ns()
+            result = await orig(self, *args, **kwargs)
+            _record(name, t0, time.perf_counter_ns(), "", -1)
+            return result
+        return wrapper
+
+    wrap_method(module_name, cls_name, method, make, "_timewarp_timeline")
+
+
 def _safe(fn, *args) -> None:
     try:
         fn(*args)
@@ -192,6 +207,10 @@ def register() -> None:
           "api.request")
     # the prompt's tokenization, in the API server's one-thread pool (integrations/executor_clock.py)
     _wrap("vllm.renderers.base", "BaseRenderer", "_encode", "api.tokenize")
+    # the same tokenization from the loop's side: handed to the pool, then its result taken back (the pool
+    # runs in order, so the k-th of these holds the k-th api.tokenize: the wait before it started, for
+    # Python's GIL or for the pieces queued ahead, and the wait for its result to be picked up)
+    _wrap_async("vllm.renderers.base", "BaseRenderer", "_tokenize_prompt_async", "api.tokenize_async")
     _wrap("vllm.v1.engine.input_processor", "InputProcessor", "process_inputs", "api.inputs")
     _wrap("vllm.v1.engine.output_processor", "OutputProcessor", "process_outputs", "api.outputs",
           _outputs_detail)
