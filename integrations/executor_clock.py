@@ -23,10 +23,11 @@ the loop is busy the real pool thread waits for the GIL up to the switch interva
 vllm_2026-12-01t, case 14: 0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). A piece of
 work takes the GIL on the process's timeline (tw_gil_take, shim_c/core/gil.c) where the real thread would ask
 for it: to start, if the pool had been idle, and to return its result; and it hands it back (tw_gil_give),
-which pushes the loop's clock by the busy time it displaced. Paired runs of eleven vLLM cases put 7 within
-5% on TTFT, TPOT and throughput with it and 1 without; case 8 after 14 (256 streams) came out worse on TTFT
-(+59% against +37.5%): the emulated loop, charged about 20% more CPU than the real one there, looks
-saturated and delays nearly every tokenization by a whole switch interval (docs/VLLM.md, seventeenth
+which pushes the loop's clock by the busy time it displaced. The GIL is free where the loop's timeline is
+idle and at each of the loop's polls (a turn of the loop: uvloop runs libuv without the GIL). Paired runs of
+eleven vLLM cases put 7 within 5% on TTFT, TPOT and throughput with it and 1 without (docs/VLLM.md,
+seventeenth session); with only the idle spells, a loop streaming to 256 clients looked busy for whole
+switch intervals and 80% of case 8's tokenizations waited one, against 3-10% on the real host (eighteenth
 session).
 Not covered: a pool thread keeps its own clock once it has run such work, so work later given to the same
 pool with submit() and waited for with result() by another thread does not raise that thread (it resumes

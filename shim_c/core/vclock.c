@@ -53,6 +53,9 @@ void tw_clock_feeder_thread(void) {
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);
 }
 static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
+int tw_clock_on_timeline(void) { return shares_process_clock(); }
+int tw_gil_modelled_thread(void);   /* gil.c */
+static inline int gil_keeps_clock(void) { return thread_io_only && tw_gil_modelled_thread(); }
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
@@ -271,9 +274,12 @@ uint64_t tw_now(void) {
         if (s) {
             if (__builtin_expect(__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) != TW_SLOT_RUN, 0)) {
                 /* the keeper saw this thread blocked in a call the shim does not know: it woke because
-                 * something happened, no earlier than anything that happened anywhere */
+                 * something happened, no earlier than anything that happened anywhere; except a pool thread
+                 * whose GIL waits gil.c models, found blocked on the GIL's own mutex as it takes the real
+                 * GIL back after the model gave it (raised, each of vLLM's tokenizations began about a
+                 * switch interval late) */
                 uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
-                if (t < m) { clamp_note(m - t, 1, m); t = m; }
+                if (t < m && !gil_keeps_clock()) { clamp_note(m - t, 1, m); t = m; }
                 __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
                 __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
             }
@@ -404,7 +410,7 @@ void tw_tk_twait_begin(uint64_t deadline) {
     /* The keeper saw this thread blocked in a call the shim does not know (a socket read), and it now waits
      * without having read the clock (Python retaking the GIL after recv): what it received may come from any
      * process, so it goes on no earlier than the run's latest time, as a clock reading would. */
-    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TW_SLOT_LOST) {
+    if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) == TW_SLOT_LOST && !gil_keeps_clock()) {
         uint64_t m = atomic_load_explicit(process_now, memory_order_acquire);
         if (thread_now < m) { clamp_note(m - thread_now, 1, m); thread_now = m; if (shares_process_clock()) publish(m); }
     }

@@ -244,6 +244,7 @@ __attribute__((weak)) void tw_charge_pause(void) {}
 __attribute__((weak)) int tw_tk_sync_now(void) { return 0; }
 __attribute__((weak)) void tw_clock_io_thread(void) {}
 __attribute__((weak)) int tw_gil_modelled_thread(void) { return 0; }
+__attribute__((weak)) void tw_gil_release_point(void) {}
 __attribute__((weak)) void tw_charge_resume(void) {}
 __attribute__((weak)) int tw_tk_reserve(void) { return -1; }
 __attribute__((weak)) void tw_tk_adopt(int slot) { (void)slot; }

@@ -50,6 +50,8 @@ void tw_clock_io_thread(void);
 /* the core: this own-clock thread's waits for Python's GIL are modelled (gil.c), so a private lock's timed
  * wait that times out does not move its clock */
 int tw_gil_modelled_thread(void);
+/* the core: the calling thread polls, as an event loop does at each turn, and lets Python's GIL go (gil.c) */
+void tw_gil_release_point(void);
 /* pthread_create: the creator reserves a slot (running, at its own clock) that the new thread adopts as its
  * first act, so that no clock jump can happen between the creation and the new thread's first reading
  * (a creator that then waits for the thread would otherwise leave nothing running). -1: none. */

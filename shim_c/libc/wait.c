@@ -44,6 +44,14 @@ static void tw_sleep_to(uint64_t target) {
     tw_libc_sleep_until(target);
 }
 
+/* A poll is a turn of an event loop: Python lets its GIL go around it (asyncio's selector; uvloop runs all
+ * of libuv without it), and a thread waiting for the GIL gets it there (shim_c/core/gil.c). */
+static inline void tw_loop_turn(void) {
+    tw_libc_depth++;
+    tw_gil_release_point();
+    tw_libc_depth--;
+}
+
 /* ---------------------------------------------------------------- poll */
 static int tw_pollfds_empty(const struct pollfd *fds, nfds_t n) {
     for (nfds_t i = 0; i < n; i++)
@@ -139,6 +147,7 @@ static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_
 
 TW_EXPORT int poll(struct pollfd *fds, nfds_t n, int timeout) {
     if (!tw_libc_virtual()) return tw_real.poll(fds, n, timeout);
+    tw_loop_turn();
     if (timeout == 0) return tw_poll_now(fds, n);
     if (tw_libc_keeper()) return tw_poll_keeper(fds, n, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
     if (timeout < 0) return tw_real.poll(fds, n, timeout);
@@ -157,6 +166,7 @@ int __poll(struct pollfd *fds, nfds_t n, int timeout);
 TW_EXPORT int __poll(struct pollfd *fds, nfds_t n, int timeout) { return poll(fds, n, timeout); }
 
 TW_EXPORT int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *tmo, const sigset_t *mask) {
+    if (tw_libc_virtual()) tw_loop_turn();
     if (!tw_libc_virtual() || (tmo && (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))))
         return tw_real.ppoll(fds, n, tmo, mask);
     if (tw_libc_keeper()) return tw_poll_keeper(fds, n, tmo ? tw_ts_ns(tmo) : -1, mask);
@@ -233,6 +243,7 @@ static int tw_select_keeper(int n, fd_set *r, fd_set *w, fd_set *e, int64_t rel_
 
 TW_EXPORT int select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
                      struct timeval *restrict tv) {
+    if (tw_libc_virtual()) tw_loop_turn();
     if (!tw_libc_virtual() || n < 0 || n > FD_SETSIZE ||
         (tv && (tv->tv_sec < 0 || tv->tv_usec < 0 || tv->tv_usec >= 1000000 || (tv->tv_sec == 0 && tv->tv_usec == 0))))
         return tw_real.select(n, r, w, e, tv);
@@ -261,6 +272,7 @@ TW_EXPORT int __select(int n, fd_set *restrict r, fd_set *restrict w, fd_set *re
 
 TW_EXPORT int pselect(int n, fd_set *restrict r, fd_set *restrict w, fd_set *restrict e,
                       const struct timespec *restrict tmo, const sigset_t *restrict mask) {
+    if (tw_libc_virtual()) tw_loop_turn();
     if (!tw_libc_virtual() || n < 0 || n > FD_SETSIZE || (tmo && (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))))
         return tw_real.pselect(n, r, w, e, tmo, mask);
     if (tw_libc_keeper()) return tw_select_keeper(n, r, w, e, tmo ? tw_ts_ns(tmo) : -1, mask);
@@ -311,6 +323,7 @@ static int tw_epoll_keeper(int epfd, struct epoll_event *ev, int max, int64_t re
 
 TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout) {
     if (!tw_libc_virtual()) return tw_real.epoll_wait(epfd, ev, max, timeout);
+    tw_loop_turn();
     if (timeout == 0) return tw_epoll_now(epfd, ev, max, NULL);
     if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, NULL);
     if (timeout < 0) return tw_real.epoll_wait(epfd, ev, max, timeout);
@@ -322,6 +335,7 @@ TW_EXPORT int epoll_wait(int epfd, struct epoll_event *ev, int max, int timeout)
 
 TW_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout, const sigset_t *mask) {
     if (!tw_libc_virtual()) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
+    tw_loop_turn();
     if (timeout == 0) return tw_epoll_now(epfd, ev, max, mask);
     if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, timeout < 0 ? -1 : (int64_t)timeout * 1000000, mask);
     if (timeout < 0) return tw_real.epoll_pwait(epfd, ev, max, timeout, mask);
@@ -334,6 +348,7 @@ TW_EXPORT int epoll_pwait(int epfd, struct epoll_event *ev, int max, int timeout
 TW_EXPORT int epoll_pwait2(int epfd, struct epoll_event *ev, int max, const struct timespec *tmo,
                            const sigset_t *mask) {
     if (!tw_real.epoll_pwait2) { errno = ENOSYS; return -1; }
+    if (tw_libc_virtual()) tw_loop_turn();
     if (!tw_libc_virtual() || (tmo && (!tw_ts_valid(tmo) || (tmo->tv_sec == 0 && tmo->tv_nsec == 0))))
         return tw_real.epoll_pwait2(epfd, ev, max, tmo, mask);
     if (tw_libc_keeper()) return tw_epoll_keeper(epfd, ev, max, tmo ? tw_ts_ns(tmo) : -1, mask);

@@ -9,7 +9,11 @@ ran out of the real-time cap).
 With the GIL modelled, the pool thread gets the GIL (to start a piece after waiting for it, and to return
 each piece's result) only once the loop has computed a switch interval (5 ms) past its request, as CPython
 forces a switch then; and the loop is pushed by the time the pieces held the GIL. With
-TIMEWARP_GIL_MODEL=0 the pieces run as if they had a GIL of their own."""
+TIMEWARP_GIL_MODEL=0 the pieces run as if they had a GIL of their own.
+
+`gil_contention.py turns`: the loop computes the same time in 0.5-ms slices and yields between them
+(`await asyncio.sleep(0)`). Each yield is a turn of the loop, whose poll lets the GIL go (uvloop runs libuv
+without it), so the pool gets it at the next turn, within about a slice, not a switch interval later."""
 import asyncio
 import ctypes
 import json
@@ -24,6 +28,7 @@ from timewarp.integrations import executor_clock
 assert executor_clock.install(), "executor_clock did not install (not under timewarp run?)"
 sys.setswitchinterval(0.005)
 N, BUSY_MS = 4, 40.0
+TURNS = sys.argv[1:] == ["turns"]
 pool = ThreadPoolExecutor(max_workers=1)
 t0 = time.monotonic()
 
@@ -50,7 +55,12 @@ async def main() -> None:
     await loop.run_in_executor(pool, piece, -1)   # the pool's thread exists (its start-up is not measured)
     t0 = time.monotonic()
     futs = [loop.run_in_executor(pool, piece, k) for k in range(N)]
-    compute(BUSY_MS)
+    if TURNS:
+        for _ in range(int(BUSY_MS / 0.5)):
+            compute(0.5)
+            await asyncio.sleep(0)
+    else:
+        compute(BUSY_MS)
     busy_end = (time.monotonic() - t0) * 1e3
     pieces = [await f for f in futs]
     stats = (ctypes.c_uint64 * 3)()
