@@ -311,6 +311,13 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
     }
 }
 
+int tw_libc_gil_thread(void) {
+    tw_libc_depth++;
+    int on = tw_gil_modelled_thread();
+    tw_libc_depth--;
+    return on;
+}
+
 void tw_libc_block_begin(void) {
     int saved = errno;
     tw_libc_depth++;

@@ -13,7 +13,11 @@ TIMEWARP_GIL_MODEL=0 the pieces run as if they had a GIL of their own.
 
 `gil_contention.py turns`: the loop computes the same time in 0.5-ms slices and yields between them
 (`await asyncio.sleep(0)`). Each yield is a turn of the loop, whose poll lets the GIL go (uvloop runs libuv
-without it), so the pool gets it at the next turn, within about a slice, not a switch interval later."""
+without it), so the pool gets it at the next turn, within about a slice, not a switch interval later.
+
+`gil_contention.py hold`: the loop sorts 2 M ints instead, in C, without letting CPython's forced switch in:
+the pool thread, its GIL modelled and its clock its own, waits for the real GIL all that while, and must not
+spin through timed-out waits doing so (pool_cpu_ms)."""
 import asyncio
 import ctypes
 import json
@@ -29,6 +33,8 @@ assert executor_clock.install(), "executor_clock did not install (not under time
 sys.setswitchinterval(0.005)
 N, BUSY_MS = 4, 40.0
 TURNS = sys.argv[1:] == ["turns"]
+HOLD = sys.argv[1:] == ["hold"]
+BIG = [(i * 7919) % 1000003 for i in range(2_000_000)] if HOLD else []
 pool = ThreadPoolExecutor(max_workers=1)
 t0 = time.monotonic()
 
@@ -43,19 +49,23 @@ def compute(ms: float) -> None:
         time.monotonic()
 
 
-def piece(k: int) -> tuple[float, float]:
+def piece(k: int) -> tuple[float, float, float]:
     start = (time.monotonic() - t0) * 1e3
     compute(1.0)
-    return start, (time.monotonic() - t0) * 1e3
+    return start, (time.monotonic() - t0) * 1e3, time.thread_time() * 1e3
 
 
 async def main() -> None:
     global t0
     loop = asyncio.get_running_loop()
-    await loop.run_in_executor(pool, piece, -1)   # the pool's thread exists (its start-up is not measured)
+    warm = await loop.run_in_executor(pool, piece, -1)   # the pool's thread exists (its start-up is not measured)
     t0 = time.monotonic()
     futs = [loop.run_in_executor(pool, piece, k) for k in range(N)]
-    if TURNS:
+    if HOLD:
+        # C code that holds the GIL without letting CPython's forced switch in (a sort of ints never returns
+        # to the interpreter loop): the pool thread waits for the real GIL all that time
+        sorted(BIG)
+    elif TURNS:
         for _ in range(int(BUSY_MS / 0.5)):
             compute(0.5)
             await asyncio.sleep(0)
@@ -65,8 +75,11 @@ async def main() -> None:
     pieces = [await f for f in futs]
     stats = (ctypes.c_uint64 * 3)()
     ctypes.CDLL(None).tw_gil_stats(stats)
-    print(json.dumps({"pieces": pieces, "busy_end": busy_end, "takes": stats[0], "waited_ms": stats[1] / 1e6,
-                      "capped": stats[2]}))
+    # the pool thread's CPU time from the warm-up's end to the last piece's: its four pieces, and whatever its
+    # waits for the GIL cost it
+    pool_cpu = pieces[-1][2] - warm[2]
+    print(json.dumps({"pieces": [p[:2] for p in pieces], "busy_end": busy_end, "takes": stats[0],
+                      "waited_ms": stats[1] / 1e6, "capped": stats[2], "pool_cpu_ms": pool_cpu}))
 
 
 uvloop.run(main())
