@@ -74,10 +74,13 @@ def test_copies_and_memsets_come_from_the_dense_grid_with_the_fixed_split():
     fit = PROFILE.with_name("profile_fit.tsv").read_text().splitlines()
     every = PROFILE.read_text().splitlines()
     for size, held in ((1536, False), (2048, True), (3072, True), (4096, False), (805306368, True)):
-        row = "\t".join(["copy", "3", "1", str(size)]) + "\t"
+        row = "\t".join(["gcopy", "3", "1", str(size)]) + "\t"    # device to device, as graph nodes
         assert any(x.startswith(row) for x in every), size
         assert any(x.startswith(row) for x in fit) != held, size
         assert pb.is_held_out("copy", type("R", (), {"bytes": size})) == held
+    # eager copies: device to device from 64 MiB, where a loop of them times the device, not the host's launches
+    eager_d2d = {int(x.split("\t")[3]) for x in every if x.startswith("copy\t3\t1\t")}
+    assert min(eager_d2d) == 64 << 20 and 1 << 30 in eager_d2d, sorted(eager_d2d)
     sets = {int(x.split("\t")[1]) for x in fit if x.startswith("set\t")}
     assert {1536, 6144} <= sets and not {2048, 3072} & sets
     fills = pb.dense_fill_table(with_held_out=False)
@@ -154,6 +157,37 @@ def test_memsets_take_their_measured_device_time(tmp_path):
     for n in (1 << 20, 1 << 26):
         assert sets[n]["args"]["layer"] == "exact"
         assert sets[n]["dur"] == pytest.approx(measured[n] / 1e3, rel=0.01)
+
+
+def test_a_copy_in_a_cuda_graph_takes_its_time_as_a_graph_node(tmp_path):
+    """Measured on the H200 (memcpy_dense_2026-12-02): a device-to-device copy of 512 MiB takes 263 us eagerly
+    and 397 us as a node of a CUDA graph; the same copy issued eagerly and captured takes each (copy and gcopy
+    rows). A captured pinned host-to-device copy of 64 KiB takes its node time (3.9 us)."""
+    code = """
+    import torch
+    a = torch.empty(512 << 20, dtype=torch.uint8, device="cuda"); b = torch.empty_like(a)
+    h = torch.empty(64 << 10, dtype=torch.uint8, pin_memory=True)
+    d = torch.empty(64 << 10, dtype=torch.uint8, device="cuda")
+    b.copy_(a); torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g, stream=s):
+            b.copy_(a); d.copy_(h, non_blocking=True)
+    g.replay(); torch.cuda.synchronize()
+    print("{}")
+    """
+    trace = tmp_path / "t.json"
+    run = run_emulated(code, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    copies = [(e["args"]["bytes"], e["dur"]) for e in json.loads(trace.read_text())["traceEvents"]
+              if e["name"].startswith("Memcpy")]
+    eager = {(int(r[1]), int(r[3])): float(r[4]) / 1e3 for r in profile_rows("copy")}
+    node = {(int(r[1]), int(r[3])): float(r[4]) / 1e3 for r in profile_rows("gcopy")}
+    d2d = [us for n, us in copies if n == 512 << 20]
+    assert d2d == [pytest.approx(eager[(3, 512 << 20)], rel=0.01), pytest.approx(node[(3, 512 << 20)], rel=0.01)]
+    assert d2d[1] > 1.3 * d2d[0]
+    assert [us for n, us in copies if n == 64 << 10] == [pytest.approx(node[(1, 64 << 10)], rel=0.01)]
 
 
 def test_a_kernel_on_another_element_type_of_the_same_size_takes_its_siblings_time(tmp_path):

@@ -210,6 +210,7 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
     size_t ne = 0, ns = 0;
     for (size_t i = 0; i < g->n; i++) {
         ops[i] = g->nodes[i]->op;
+        ops[i].captured = 1;
         if (tw_step_dependent(&ops[i])) { stepn[ns++] = i; ops[i].duration = 0; }
         if (!ops[i].duration && ops[i].kind != TW_OP_EVENT_RECORD && ops[i].kind != TW_OP_EVENT_WAIT)
             ops[i].duration = tw_predict_ex(g->dev, &ops[i], &ops[i].layer);

@@ -257,6 +257,7 @@ typedef struct tw_op {
     /* set by the core: predicted duration (ns); the caller may preset it (>0) to override the model */
     uint64_t duration;
     int layer;                /* set by the core: the tw_layer that predicted duration (-1: preset by the caller) */
+    int captured;             /* set by the core: the op runs as a node of a CUDA graph (a copy's time differs) */
 } tw_op;
 
 /* ---------------------------------------------------------------- streams (stream.c) */
