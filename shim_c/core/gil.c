@@ -16,8 +16,8 @@
  * of the time keeper's way, until the process's threads get there or all of them wait. Its work then
  * displaces the timeline (tw_gil_give): the busy time it overlapped is added to the process clock.
  * Where a piece of work asks (integrations/executor_clock.py): to start, if the pool had been idle, and to
- * return its result, after the work's native part let the GIL go; lease t's contended tokenizations waited
- * about one switch interval each, inside the call.
+ * return its result, after the work's native part let the GIL go; the real host's tokenizations waited
+ * inside the call (median 0.1-0.2 ms, 3-18% of them a switch interval or more: leases t, u, v).
  * The loop also lets the GIL go at each turn: uvloop runs libuv without it, and asyncio's selector releases it
  * around epoll, so each of the loop's polls (tw_gil_release_point, from shim_c/libc/wait.c) is a moment at
  * which a waiting thread gets it. Without those, a busy loop had only its idle spells: in vLLM case 8 (256
