@@ -180,9 +180,9 @@ int64_t tw_libc_slice(uint64_t target) TW_HIDDEN;
 /* Around a wait without deadline: the thread no longer holds the clock back; woken, it resumes no earlier
  * than anything that happened. Preserve errno. */
 void tw_libc_block_begin(void) TW_HIDDEN;
+void tw_libc_block_end(int wake) TW_HIDDEN;
 /* whether the calling thread's GIL waits are modelled (the core's tw_gil_modelled_thread) */
 int tw_libc_gil_thread(void) TW_HIDDEN;
-void tw_libc_block_end(int wake) TW_HIDDEN;
 /* Message stamps (message.c): after a wait's real call, what became ready (r: its result), then at the
  * wait's end the wake rule: TW_WAKE_AT with *t (the latest write among readable descriptors), TW_WAKE_ANY
  * (one of them untracked, or a signal) or TW_WAKE_LOCAL (only writable ones). Without a prior call: ANY. */
