@@ -22,19 +22,22 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
           which cuBLAS kernel a bf16 F.linear shape runs over a range of token counts (blas_lazy.c)
 
 Device times come from CUDA-graph replays (`mode == graph`: no launch gaps). Copies and memsets come from
-DENSE_SRC where present (per-node times inside graphs for D2D, pinned H2D/D2H and memsets; eager loops for
-pageable copies, which cannot be captured); before it, host<->device copies came from eager loops. PyTorch's F.linear(x[m,k], w[n,k]) is cuBLAS
-(trans_a=1, trans_b=0, M=n, N=m, K=k) and x[m,k] @ b[k,n] is (0, 0, M=n, N=m, K=k), as the emulated cuBLAS
-records them (checked with `timewarp run --trace`).
+DENSE_SRC where present: gcopy rows are per-node times inside graphs (D2D, pinned H2D/D2H), copy rows eager
+device times (pageable copies, which cannot be captured; D2D from EAGER_DEVICE_BOUND up; the vLLM
+recording's small pinned copies), set rows per-node memset times; before it, host<->device copies came from
+eager loops. PyTorch's F.linear(x[m,k], w[n,k]) is cuBLAS (trans_a=1, trans_b=0, M=n, N=m, K=k) and
+x[m,k] @ b[k,n] is (0, 0, M=n, N=m, K=k), as the emulated cuBLAS records them (checked with `timewarp run
+--trace`).
 
 The split (fixed, so that held-out errors stay honest; `is_held_out` below is the single definition):
 - GEMM: every (N) at an odd position of the measured list of token counts, and all of the shapes
   (M, K) = (10240, 8192) and (4096, 14336), are held out.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
-- copies and memsets (and the uint8 fills of DENSE_SRC): a size is held out when floor(log2(bytes)) is odd (the
-  odd powers of two and the 1.5 x 2^k sizes above them: 2 and 3 KiB are held out, 1, 1.5, 4 and 6 KiB fitted). Pinned copies the vLLM recording has (device
-  times of vLLM's small cudaMemcpyAsync, 4 B to 32 KiB) replace the eager-loop rows over that range, which
-  time the host's launch rate rather than the device.
+- copies and memsets (and the uint8 fills of DENSE_SRC): a size is held out when floor(log2(bytes)) is odd
+  (the odd powers of two and the 1.5 x 2^k sizes above them: 2 and 3 KiB are held out, 1, 1.5, 4 and 6 KiB
+  fitted). Pinned copies the vLLM recording has (device times of vLLM's small cudaMemcpyAsync, 4 B to
+  32 KiB) are the eager rows over that range; the eager loops time the host's launch rate there, not the
+  device.
 - kernels without an annotation (kernels_2026-11-29, -29b and -30, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.

@@ -56,13 +56,17 @@ static int log_level(void) {
 static void lock(void) { while (atomic_flag_test_and_set_explicit(&ring_lock, memory_order_acquire)) {} }
 static void unlock(void) { atomic_flag_clear_explicit(&ring_lock, memory_order_release); }
 
-void tw_gil_note_idle(uint64_t from, uint64_t to) {
-    if (log_level() >= 2) tw_log("gil: pid %d idle %.3f..%.3f ms", (int)getpid(), from / 1e6, to / 1e6);
+static void ring_note(uint64_t from, uint64_t to) {
     lock();
     ring[ring_n % IDLE_RING].a = from;
     ring[ring_n % IDLE_RING].b = to;
     ring_n++;
     unlock();
+}
+
+void tw_gil_note_idle(uint64_t from, uint64_t to) {
+    if (log_level() >= 2) tw_log("gil: pid %d idle %.3f..%.3f ms", (int)getpid(), from / 1e6, to / 1e6);
+    ring_note(from, to);
 }
 
 /* Whether an own-clock thread of this process has asked for the GIL: only then are the loop's turns noted. */
@@ -71,11 +75,7 @@ static _Atomic int gil_asked;
 void tw_gil_release_point(void) {
     if (!atomic_load_explicit(&gil_asked, memory_order_relaxed) || !tw_clock_on_timeline()) return;
     uint64_t t = tw_now();
-    lock();
-    ring[ring_n % IDLE_RING].a = t;
-    ring[ring_n % IDLE_RING].b = t + 1;   /* a moment: it adds nothing to the idle time a hold displaces */
-    ring_n++;
-    unlock();
+    ring_note(t, t + 1);   /* a moment: it adds nothing to the idle time a hold displaces (not logged: many) */
 }
 
 /* The first idle moment in [lo, hi] (1 and *at), and the idle time inside [lo, hi] (*idle). Spells are

@@ -29,7 +29,8 @@ uint64_t tw_clock_process_time(void);
 double tw_clock_cpu_factor(void);
 void tw_clock_process_push(uint64_t d);
 void tw_gil_note_idle(uint64_t from, uint64_t to);
-int tw_clock_on_timeline(void);   /* vclock.c: the calling thread reads its process's shared clock */
+int tw_gil_modelled_thread(void);   /* gil.c: the calling thread's GIL waits are modelled */
+int tw_clock_on_timeline(void);     /* vclock.c: the calling thread reads its process's shared clock */
 
 /* blas_lazy.c: what cuBLAS does on the host before a GEMM's kernel (its first-use load, waiting for the
  * device; the memset of stream-K kernels, split-K's reduction); called by tw_enqueue for GEMM operations */

@@ -402,13 +402,37 @@ static double attn_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return tw_roofline_s(spec, op) / eff;
 }
 
+/* The rows of one kind (graph: 1 gcopy, 0 copy, -1 set): exact, or log-log interpolation between the
+ * neighbours (*reach 1), or the nearest segment extended beyond them (*reach 0, but 1 below rows that start
+ * at 4 KiB or less: latency-bound there); 0 if there are none. */
+static double copy_lookup(const tw_gpu_spec *spec, const tw_op *op, int dir, int pinned, int graph, int *reach,
+                          int *layer) {
+    double x = op->bytes > 0 ? (double)op->bytes : 1;
+    const copy_row *lo = NULL, *hi = NULL, *lo2 = NULL;
+    *reach = 1;
+    for (size_t i = 0; i < ncopy; i++) {
+        const copy_row *r = &copies[i];
+        if (r->dir != dir || r->pinned != pinned || r->graph != graph) continue;
+        if (r->bytes == x) { *layer = TW_LAYER_EXACT; return transfer(spec, op, r->ns * 1e-9); }
+        if (r->bytes < x && (!lo || r->bytes > lo->bytes)) { lo2 = lo; lo = r; }
+        else if (r->bytes < x && (!lo2 || r->bytes > lo2->bytes)) lo2 = r;
+        if (r->bytes > x && (!hi || r->bytes < hi->bytes)) hi = r;
+    }
+    *layer = TW_LAYER_INTERP;
+    if (lo && hi) return transfer(spec, op, lerp_log(lo->bytes, lo->ns, hi->bytes, hi->ns, x) * 1e-9);
+    *reach = 0;
+    /* beyond the measured sizes: extend the last segment (bandwidth-bound at the top, latency at the bottom) */
+    if (lo && lo2) return transfer(spec, op, fmax(lo->ns, lerp_log(lo2->bytes, lo2->ns, lo->bytes, lo->ns, x)) * 1e-9);
+    /* smaller than every measurement: latency-bound, if the rows reach down to where copies are */
+    if (hi) { *reach = hi->bytes <= 4096; return transfer(spec, op, hi->ns * 1e-9); }
+    if (lo) return transfer(spec, op, lo->ns * x / lo->bytes * 1e-9);
+    return 0;
+}
+
 /* Copies by direction, pinning and bytes, eager ones from the copy rows and graph nodes from the gcopy rows
  * (on the H200 a pinned copy of 4-32 KiB takes about 1 us eagerly, as vLLM issues them, and 2.4-3.3 us as a
  * node; a D2D copy of 512 MiB or 1 GiB 1.5x as long as a node as eagerly), each from the other's rows where
  * its own do not reach its size; device memsets (set rows) by bytes. */
-static double copy_lookup(const tw_gpu_spec *spec, const tw_op *op, int dir, int pinned, int graph, int *reach,
-                          int *layer);
-
 static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     int memset = op->kind == TW_OP_MEMSET;
     if (!memset && op->dir == TW_COPY_H2H) return 0;
@@ -421,34 +445,6 @@ static double copy_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     double o = copy_lookup(spec, op, dir, pinned, !own, &other_reach, &other_layer);
     if (other_reach || s <= 0) { *layer = other_layer; return o; }
     return s;
-}
-
-/* The rows of one kind (graph: 1 gcopy, 0 copy, -1 set): exact, or log-log interpolation between the
- * neighbours (*reach 1), or the nearest segment extended beyond them (*reach 0, but 1 below rows that start
- * at 4 KiB or less: latency-bound there); 0 if there are none. */
-static double copy_lookup(const tw_gpu_spec *spec, const tw_op *op, int dir, int pinned, int graph, int *reach,
-                          int *layer) {
-    double x = op->bytes > 0 ? (double)op->bytes : 1;
-    const copy_row *lo = NULL, *hi = NULL, *lo2 = NULL, *hi2 = NULL;
-    *reach = 1;
-    for (size_t i = 0; i < ncopy; i++) {
-        const copy_row *r = &copies[i];
-        if (r->dir != dir || r->pinned != pinned || r->graph != graph) continue;
-        if (r->bytes == x) { *layer = TW_LAYER_EXACT; return transfer(spec, op, r->ns * 1e-9); }
-        if (r->bytes < x && (!lo || r->bytes > lo->bytes)) { lo2 = lo; lo = r; }
-        else if (r->bytes < x && (!lo2 || r->bytes > lo2->bytes)) lo2 = r;
-        if (r->bytes > x && (!hi || r->bytes < hi->bytes)) { hi2 = hi; hi = r; }
-        else if (r->bytes > x && (!hi2 || r->bytes < hi2->bytes)) hi2 = r;
-    }
-    *layer = TW_LAYER_INTERP;
-    if (lo && hi) return transfer(spec, op, lerp_log(lo->bytes, lo->ns, hi->bytes, hi->ns, x) * 1e-9);
-    *reach = 0;
-    /* beyond the measured sizes: extend the last segment (bandwidth-bound at the top, latency at the bottom) */
-    if (lo && lo2) return transfer(spec, op, fmax(lo->ns, lerp_log(lo2->bytes, lo2->ns, lo->bytes, lo->ns, x)) * 1e-9);
-    /* smaller than every measurement: latency-bound, if the rows reach down to where copies are */
-    if (hi) { *reach = hi->bytes <= 4096; return transfer(spec, op, hi->ns * 1e-9); }
-    if (lo) return transfer(spec, op, lo->ns * x / lo->bytes * 1e-9);
-    return 0;
 }
 
 /* The index of the first of n rows (sorted by name; each struct begins with its char *name) named name. */

@@ -54,7 +54,6 @@ void tw_clock_feeder_thread(void) {
 }
 static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
 int tw_clock_on_timeline(void) { return shares_process_clock(); }
-int tw_gil_modelled_thread(void);   /* gil.c */
 static inline int gil_keeps_clock(void) { return thread_io_only && tw_gil_modelled_thread(); }
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
