@@ -291,18 +291,21 @@ void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
     uint64_t at = target;
     int how = tw_libc_wake_rule(wake, &at);   /* always asked: it forgets the wait's readiness */
     tw_libc_depth++;
-    /* a thread whose GIL waits gil.c models: CPython's take_gil times out on a private condvar every switch
-     * interval while another thread holds the GIL, and landing on those deadlines would count the wait twice */
-    int modelled = timed_out && wake == TW_WAKE_LOCAL && tw_gil_modelled_thread();
-    if (modelled) tw_tk_wake(TW_WAKE_LOCAL, target);
-    else if (timed_out) tw_tk_wake(TW_WAKE_TIMEOUT, target);
+    if (timed_out) tw_tk_wake(TW_WAKE_TIMEOUT, target);
     else tw_tk_wake(how, at);
     tw_libc_depth--;
-    if (timed_out && !modelled && target > tw_libc_last) tw_libc_last = target;
+    if (timed_out && target > tw_libc_last) tw_libc_last = target;
     errno = saved;
 }
 
 int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) {
+    if (tw_libc_real_lock_wait(wake)) {
+        uint64_t now = tw_libc_now();
+        tw_libc_block_begin();
+        int r = call(ctx, target > now ? (int64_t)(target - now) : 0);
+        tw_libc_block_end(TW_WAKE_LOCAL);
+        return r;
+    }
     tw_libc_kw_begin(target);
     for (;;) {
         int due = tw_libc_kw_due(target);
@@ -311,7 +314,13 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
     }
 }
 
-int tw_libc_gil_thread(void) {
+/* A pool thread whose GIL waits gil.c models keeps its clock through waits on its own process's locks (its GIL
+ * hand-overs are the model's), so a virtual deadline would be due at once: CPython's take_gil (a private
+ * condvar, 5 ms deadlines) spun on one timed-out wait after another while the loop held the real GIL (about
+ * 40 s of system time in vLLM case 8). Such a wait takes the real time asked for, with the keeper told the
+ * thread is blocked, and leaves the thread's clock where it is. */
+int tw_libc_real_lock_wait(int wake) {
+    if (wake != TW_WAKE_LOCAL) return 0;
     tw_libc_depth++;
     int on = tw_gil_modelled_thread();
     tw_libc_depth--;

@@ -47,8 +47,8 @@ void tw_charge_resume(void);
 int tw_tk_sync_now(void);
 /* the core: this thread talks to its process's other threads through descriptors only (vclock.c) */
 void tw_clock_io_thread(void);
-/* the core: this own-clock thread's waits for Python's GIL are modelled (gil.c), so a private lock's timed
- * wait that times out does not move its clock */
+/* the core: this own-clock thread's waits for Python's GIL are modelled (gil.c), so its timed waits on
+ * private locks take real time and leave its clock where it is (tw_libc_real_lock_wait) */
 int tw_gil_modelled_thread(void);
 /* the core: the calling thread polls, as an event loop does at each turn, and lets Python's GIL go (gil.c) */
 void tw_gil_release_point(void);
@@ -181,8 +181,9 @@ int64_t tw_libc_slice(uint64_t target) TW_HIDDEN;
  * than anything that happened. Preserve errno. */
 void tw_libc_block_begin(void) TW_HIDDEN;
 void tw_libc_block_end(int wake) TW_HIDDEN;
-/* whether the calling thread's GIL waits are modelled (the core's tw_gil_modelled_thread) */
-int tw_libc_gil_thread(void) TW_HIDDEN;
+/* whether a wait with this wake rule waits real time, not to a virtual deadline (a GIL-modelled pool
+ * thread's wait on its own process's locks; common.c) */
+int tw_libc_real_lock_wait(int wake) TW_HIDDEN;
 /* Message stamps (message.c): after a wait's real call, what became ready (r: its result), then at the
  * wait's end the wake rule: TW_WAKE_AT with *t (the latest write among readable descriptors), TW_WAKE_ANY
  * (one of them untracked, or a signal) or TW_WAKE_LOCAL (only writable ones). Without a prior call: ANY. */

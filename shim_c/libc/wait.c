@@ -394,10 +394,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
         uint64_t tw_target_;                                                                                 \
         if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))          \
             return call_with(abs);                                                                           \
-        if (tw_libc_keeper() && (wake) == TW_WAKE_LOCAL && tw_libc_gil_thread()) {                          \
-            /* a pool thread whose GIL waits gil.c models: its clock stays where it is, so a virtual        \
-             * deadline would be due at once, and CPython's take_gil spun on one timed-out wait after        \
-             * another (about 40 s of system time in vLLM case 8); it waits the real time asked for */      \
+        if (tw_libc_keeper() && tw_libc_real_lock_wait(wake)) { /* real time (common.c) */                  \
             tw_libc_block_begin();                                                                           \
             int tw_r_ = call_with(&tw_real_abs_);                                                            \
             tw_libc_block_end(TW_WAKE_LOCAL);                                                                \
