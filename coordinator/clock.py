@@ -32,9 +32,10 @@ class SharedClock:
     """Creates the clock file, runs the keeper until close()."""
 
     def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0,
-                 pace_target_us: float | None = None):
+                 pace_target_us: float | None = None, native_target_us: float | None = None):
         """host_speed: a fixed factor on every CPU second charged; pace_target_us: measure it instead, per CPU
-        and moment, against this target (pace.py), falling back to host_speed until the first measurement."""
+        and moment, against this target (pace.py), falling back to host_speed until the first measurement;
+        native_target_us: the native probe's target (pace.py; None: native code is charged the same pace)."""
         self.run_id = uuid.uuid4().hex[:12]
         self.path = str(_shm_dir() / f"timewarp-{os.getpid()}-{self.run_id}.clock")
         lib_path = Path(lib_dir) / KEEPER_LIB
@@ -51,6 +52,7 @@ class SharedClock:
         L.tw_keeper_status.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_int]
         L.tw_keeper_status.restype = ctypes.c_int
         L.tw_keeper_pace_layout.argtypes = [ctypes.POINTER(ctypes.c_long)] * 3 + [ctypes.POINTER(ctypes.c_int)]
+        L.tw_keeper_native_layout.argtypes = [ctypes.POINTER(ctypes.c_long)] * 3
         self._k = L.tw_keeper_create(self.path.encode(), topology.encode())
         if not self._k:
             err = ctypes.get_errno()
@@ -60,13 +62,18 @@ class SharedClock:
                                         name="timewarp-keeper", daemon=True)
         self._thread.start()
         self.abort_reason: str | None = None
-        self._pace = self._start_pace(pace_target_us) if pace_target_us else None
+        self._pace = self._start_pace(pace_target_us, native_target_us) if pace_target_us else None
         self.pace_summary: dict | None = None   # after close(): what the pace probe measured
 
-    def _start_pace(self, target_us: float) -> subprocess.Popen | None:
+    def _start_pace(self, target_us: float, native_target_us: float | None) -> subprocess.Popen | None:
         """The pace probe, outside emulation (no preload, no timewarp settings inherited)."""
         on, milli, mean, n = ctypes.c_long(), ctypes.c_long(), ctypes.c_long(), ctypes.c_int()
         self._lib.tw_keeper_pace_layout(ctypes.byref(on), ctypes.byref(milli), ctypes.byref(mean), ctypes.byref(n))
+        native = []
+        if native_target_us:
+            non, nmilli, nmean = ctypes.c_long(), ctypes.c_long(), ctypes.c_long()
+            self._lib.tw_keeper_native_layout(ctypes.byref(non), ctypes.byref(nmilli), ctypes.byref(nmean))
+            native = ["--native", str(non.value), str(nmilli.value), str(nmean.value), repr(native_target_us)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIMEWARP_")}
         env.pop("LD_PRELOAD", None)
         env.pop("LD_AUDIT", None)
@@ -76,7 +83,7 @@ class SharedClock:
         try:
             return subprocess.Popen([sys.executable, "-m", "timewarp.coordinator.pace", "--run", self.path,
                                      str(on.value), str(milli.value), str(mean.value), str(n.value),
-                                     repr(target_us)],
+                                     repr(target_us), *native],
                                     env=env, stdin=subprocess.DEVNULL, close_fds=True, cwd="/")
         except OSError:
             return None  # the static factor stays in use

@@ -17,6 +17,15 @@ TARGET_US is what the probe's time on the target's host is taken to be (a calibr
 carries over to another emulation machine through that machine's own probe time, as far as the probe slows
 as the program's host work does there.
 
+Native code is priced apart. This machine's neighbours slow its Python 2-3.6x more than they slow a
+tokenizer's Rust (predictors/data/h200/native_probe_2026-12-02: beside an emulated vLLM run the Python probe
+took 2.1x its idle time, the tokenizer 1.0-1.3x), so one pace left vLLM's tokenization 30-50% short of the
+real host's. Every NATIVE_EVERY rounds the process also times a native probe on each CPU: the embedded model's
+tokenizer (HF `tokenizers`, as vLLM runs it) encoding a 256-token prompt of vLLM's random dataset, and
+publishes native pace = NATIVE_TARGET_US / (median of the last 5). The shim charges it for code a binding marks
+as native (integrations/native_price.py marks HF tokenizers' encode and decode). Without `tokenizers`, native
+code is charged the Python pace.
+
     python -m timewarp.coordinator.pace --measure [SECONDS]   # this machine's probe times, per CPU
 """
 from __future__ import annotations
@@ -31,6 +40,7 @@ import statistics
 import struct
 import sys
 import time
+from pathlib import Path
 
 # What a CPU second here is priced against: the probe's time on the target host as the virtual clock should
 # see it. Probed on H200 hosts, the per-CPU medians were 147-167 us on one lease and 260-290 us on another
@@ -49,6 +59,12 @@ USUAL_US = 122.0
 
 def fallback_factor(target_us: float = TARGET_US) -> float:
     return max(0.05, min(target_us / USUAL_US, 20.0))
+# The native probe's time on the target host: the median encode of the 256-token prompts below on the H200
+# host (predictors/data/h200/native_probe_2026-12-02: 495, 594 and 540 us in three runs).
+NATIVE_TARGET_US = 543.0
+NATIVE_EVERY = 5
+NATIVE_TOKENS = 256
+TOKENIZER = Path(__file__).resolve().parents[1] / "integrations" / "models" / "llama3-8b-shape" / "tokenizer.json"
 # A full round over the CPUs at most this often (s); more CPUs make the round longer (about 1% of one CPU).
 ROUND_S = 0.02
 WINDOW = 5
@@ -78,6 +94,38 @@ def timed_probe() -> float:
     return (time.thread_time_ns() - t) / 1e3
 
 
+class NativeProbe:
+    """Encodes vLLM-random-dataset prompts of NATIVE_TOKENS tokens (random vocabulary ids, decoded; the
+    prompts of predictors/calibration/native_probe.py), one per call in turn, each warmed by one encode."""
+
+    def __init__(self) -> None:
+        import random
+
+        from tokenizers import Tokenizer
+        self.tok = Tokenizer.from_file(str(TOKENIZER))
+        rng = random.Random(NATIVE_TOKENS)
+        vocab = self.tok.get_vocab_size()
+        self.prompts = [self.tok.decode([rng.randrange(vocab) for _ in range(NATIVE_TOKENS)]) for _ in range(8)]
+        self.i = 0
+
+    def timed(self) -> float:
+        """CPU us of one encode, after a warm-up encode of the same prompt on the same CPU."""
+        p = self.prompts[self.i % len(self.prompts)]
+        self.i += 1
+        self.tok.encode(p)
+        t = time.thread_time_ns()
+        self.tok.encode(p)
+        return (time.thread_time_ns() - t) / 1e3
+
+
+def native_probe() -> NativeProbe | None:
+    """The native probe, or None where `tokenizers` or the embedded tokenizer is missing."""
+    try:
+        return NativeProbe()
+    except Exception:   # ImportError, a missing or unreadable tokenizer file
+        return None
+
+
 def _pin(cpu: int) -> bool:
     try:
         os.sched_setaffinity(0, {cpu})
@@ -86,30 +134,43 @@ def _pin(cpu: int) -> bool:
         return False
 
 
-def run(clock_path: str, on_off: int, milli_off: int, mean_off: int, ncpu_max: int, target_us: float) -> int:
-    """Measure until the clock file or the parent goes away; write the paces into the clock file."""
+def _summary(published: dict[int, int], ncpu: int, target_us: float) -> dict:
+    """The paces written over the run (a count per value): rounds, mean, p10, p90."""
+    n = sum(published.values())
+
+    def quantile(q: float) -> float:
+        seen = 0
+        for v in sorted(published):
+            seen += published[v]
+            if seen > q * n:
+                return v / 1000
+        return max(published) / 1000
+    return {"rounds": n // max(1, ncpu), "cpus": ncpu, "target_us": target_us,
+            "mean": sum(v * k for v, k in published.items()) / n / 1000, "p10": quantile(0.1), "p90": quantile(0.9)}
+
+
+def run(clock_path: str, on_off: int, milli_off: int, mean_off: int, ncpu_max: int, target_us: float,
+        native: tuple[int, int, int, float] | None = None) -> int:
+    """Measure until the clock file or the parent goes away; write the paces into the clock file. native:
+    (on, milli and mean offsets, target us) of the native pace, or None not to measure it."""
     parent = os.getppid()
     cpus = sorted(c for c in os.sched_getaffinity(0) if c < ncpu_max)
     fd = os.open(clock_path, os.O_RDWR)
     mm = mmap.mmap(fd, 0)
     os.close(fd)
+    nprobe = None   # made after the first round: loading the tokenizer takes 0.3-1 s
+    # per CPU, the last WINDOW probe times, Python's and the native probe's
     hist: dict[int, list[float]] = {c: [] for c in cpus}
+    nhist: dict[int, list[float]] = {c: [] for c in cpus}
     # every pace written, for the run's summary: a count per value (bounded however long the run)
     published: dict[int, int] = {}
+    npublished: dict[int, int] = {}
 
     def summarize(*_):
-        n = sum(published.values())
-        if n:
-            def quantile(q: float) -> float:
-                seen = 0
-                for v in sorted(published):
-                    seen += published[v]
-                    if seen > q * n:
-                        return v / 1000
-                return max(published) / 1000
-            summary = {"rounds": n // max(1, len(cpus)), "cpus": len(cpus), "target_us": target_us,
-                       "mean": sum(v * k for v, k in published.items()) / n / 1000,
-                       "p10": quantile(0.1), "p90": quantile(0.9)}
+        if published:
+            summary = _summary(published, len(cpus), target_us)
+            if npublished:
+                summary["native"] = _summary(npublished, len(cpus), native[3])
             try:
                 with open(clock_path + ".pace.json", "w") as f:
                     json.dump(summary, f)
@@ -117,49 +178,73 @@ def run(clock_path: str, on_off: int, milli_off: int, mean_off: int, ncpu_max: i
                 pass
         sys.exit(0)
 
+    def publish(h: list[float], sample: float, target: float, milli_at: int, counts: dict[int, int]) -> None:
+        h.append(sample)
+        del h[:-WINDOW]
+        milli = max(50, min(int(round(1000 * target / statistics.median(h))), 20000))
+        struct.pack_into("<I", mm, milli_at, milli)
+        counts[milli] = counts.get(milli, 0) + 1
+
+    def publish_mean(on_at: int, milli_at: int, mean_at: int) -> None:
+        paces = [struct.unpack_from("<I", mm, milli_at + 4 * c)[0] for c in cpus]
+        paces = [p for p in paces if p]
+        if paces:
+            struct.pack_into("<I", mm, mean_at, int(sum(paces) / len(paces)))
+            struct.pack_into("<I", mm, on_at, 1)   # every CPU has a value: the shim may start using them
+
     signal.signal(signal.SIGTERM, summarize)
     period = max(ROUND_S, 0.0025 * len(cpus))
-    first = True
+    rounds = 0
     while os.getppid() == parent and os.path.exists(clock_path):
         t0 = time.monotonic()
+        with_native = nprobe is not None and rounds % NATIVE_EVERY == 0
         for c in cpus:
             if not _pin(c):
                 continue
-            h = hist[c]
-            h.append(timed_probe())
-            del h[:-WINDOW]
-            milli = max(50, min(int(round(1000 * target_us / statistics.median(h))), 20000))
-            struct.pack_into("<I", mm, milli_off + 4 * c, milli)
-            published[milli] = published.get(milli, 0) + 1
-        paces = [struct.unpack_from("<I", mm, milli_off + 4 * c)[0] for c in cpus]
-        paces = [p for p in paces if p]
-        if paces:
-            struct.pack_into("<I", mm, mean_off, int(sum(paces) / len(paces)))
-        if first:  # every CPU has a value: the shim may start using them
-            struct.pack_into("<I", mm, on_off, 1)
-            first = False
+            publish(hist[c], timed_probe(), target_us, milli_off + 4 * c, published)
+            if with_native:
+                publish(nhist[c], nprobe.timed(), native[3], native[1] + 4 * c, npublished)
+        publish_mean(on_off, milli_off, mean_off)
+        if with_native:
+            publish_mean(native[0], native[1], native[2])
+        if rounds == 0 and native:
+            nprobe = native_probe()
+        rounds += 1
         time.sleep(max(0.0, period - (time.monotonic() - t0)))
     summarize()
     return 0
 
 
 def measure(seconds: float) -> dict:
-    """This machine's probe times per CPU (us), sampled as the running probe samples them."""
+    """This machine's probe times per CPU (us), sampled as the running probe samples them; the native
+    probe's too, where it can run."""
     cpus = sorted(os.sched_getaffinity(0))
+    nprobe = native_probe()
     samples: dict[int, list[float]] = {c: [] for c in cpus}
+    nsamples: dict[int, list[float]] = {c: [] for c in cpus}
     end = time.monotonic() + seconds
+    rounds = 0
     while time.monotonic() < end:
         for c in cpus:
             if _pin(c):
                 samples[c].append(timed_probe())
+                if nprobe is not None and rounds % NATIVE_EVERY == 0:
+                    nsamples[c].append(nprobe.timed())
+        rounds += 1
         time.sleep(ROUND_S)
-    out = {}
-    for c, v in samples.items():
-        v.sort()
-        if v:
-            out[str(c)] = {"n": len(v), "min": v[0], "p10": v[len(v) // 10], "median": statistics.median(v),
-                           "p90": v[9 * len(v) // 10]}
-    return {"target_us": TARGET_US, "cpus": out}
+
+    def stats(per_cpu: dict[int, list[float]]) -> dict:
+        out = {}
+        for c, v in per_cpu.items():
+            v.sort()
+            if v:
+                out[str(c)] = {"n": len(v), "min": v[0], "p10": v[len(v) // 10], "median": statistics.median(v),
+                               "p90": v[9 * len(v) // 10]}
+        return out
+    res = {"target_us": TARGET_US, "cpus": stats(samples)}
+    if nprobe is not None:
+        res["native"] = {"target_us": NATIVE_TARGET_US, "cpus": stats(nsamples)}
+    return res
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -168,10 +253,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="print this machine's probe times per CPU and exit")
     ap.add_argument("--run", nargs=6, metavar=("CLOCK", "ON", "MILLI", "MEAN", "NCPU", "TARGET_US"),
                     help=argparse.SUPPRESS)
+    ap.add_argument("--native", nargs=4, metavar=("ON", "MILLI", "MEAN", "TARGET_US"), help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.run:
         path, on, milli, mean, ncpu, target = a.run
-        return run(path, int(on), int(milli), int(mean), int(ncpu), float(target))
+        native = (int(a.native[0]), int(a.native[1]), int(a.native[2]), float(a.native[3])) if a.native else None
+        return run(path, int(on), int(milli), int(mean), int(ncpu), float(target), native)
     print(json.dumps(measure(a.measure or 10.0), indent=1))
     return 0
 

@@ -146,7 +146,7 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     if strict:
         env["TIMEWARP_STRICT"] = "1"
     # what a CPU second is priced at where the host pace is not measured (shim_c/core/vclock.c)
-    speed, _ = host_pricing(base)
+    speed = host_pricing(base)[0]
     if not base.get("TIMEWARP_HOST_SPEED"):
         env["TIMEWARP_HOST_SPEED_FALLBACK"] = f"{speed:.4f}"
     # how long a message its reader has not seen yet holds the run's clock (shim_c/libc/message.c)
@@ -429,21 +429,26 @@ def _positive(base: Mapping[str, str], name: str, what: str, zero_ok: bool = Fal
     return x
 
 
-def host_pricing(base: Mapping[str, str] | None = None) -> tuple[float, float | None]:
-    """(static factor, the pace probe's target in us or None when it does not run) for the CPU time emulated
-    programs are charged: the measured host pace (coordinator/pace.py; until it is measured, and without a
-    coordinator, its fallback factor) unless TIMEWARP_HOST_SPEED fixes a factor or TIMEWARP_HOST_PACE=0
-    turns it off (CPU time charged as measured)."""
+def host_pricing(base: Mapping[str, str] | None = None) -> tuple[float, float | None, float | None]:
+    """(static factor, the pace probe's target in us or None when it does not run, the native probe's target
+    in us or None) for the CPU time emulated programs are charged: the measured host pace
+    (coordinator/pace.py; until it is measured, and without a coordinator, its fallback factor) unless
+    TIMEWARP_HOST_SPEED fixes a factor or TIMEWARP_HOST_PACE=0 turns it off (CPU time charged as measured).
+    Native code has a pace of its own unless TIMEWARP_NATIVE_PACE=0 (then it is charged Python's)."""
     base = os.environ if base is None else base
     speed = _positive(base, "TIMEWARP_HOST_SPEED", "target-host CPU seconds per CPU second here")
     if speed is not None:
-        return speed, None
+        return speed, None, None
     if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
-        return 1.0, None
+        return 1.0, None, None
     from timewarp.coordinator import pace
     target = _positive(base, "TIMEWARP_PACE_TARGET_US",
                        "the host pace probe's CPU time on the target host, in microseconds") or pace.TARGET_US
-    return pace.fallback_factor(target), target
+    native = None
+    if base.get("TIMEWARP_NATIVE_PACE", "1") not in ("0", "off", "no"):
+        native = _positive(base, "TIMEWARP_NATIVE_TARGET_US",
+                           "the native probe's CPU time on the target host, in microseconds") or pace.NATIVE_TARGET_US
+    return pace.fallback_factor(target), target, native
 
 
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
@@ -452,14 +457,15 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
     existing one (None returned). Returns (coordinator or None, environment for the child)."""
     from timewarp.coordinator import server
 
-    speed, pace_target_us = host_pricing()
+    speed, pace_target_us, native_target_us = host_pricing()
     try:
         if join:
             reply = server.join(join, token)
             return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
                           "TIMEWARP_TOPOLOGY": reply.topology}
         coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
-                                   token=token, host_speed=speed, pace_target_us=pace_target_us)
+                                   token=token, host_speed=speed, pace_target_us=pace_target_us,
+                                   native_target_us=native_target_us)
     except server.CoordinatorError as e:
         raise LauncherError(str(e)) from None
     except Exception as e:  # the keeper library, the clock file
@@ -507,6 +513,10 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
             elif lines and pace:
                 lines.append(f"  host pace: CPU time here charged x{pace['mean']:.2f} on average (p10 "
                              f"{pace['p10']:.2f}, p90 {pace['p90']:.2f}; coordinator/pace.py)")
+                if "native" in pace:
+                    n = pace["native"]
+                    lines.append(f"  native pace: marked native code (a tokenizer's) charged x{n['mean']:.2f} on "
+                                 f"average (p10 {n['p10']:.2f}, p90 {n['p90']:.2f})")
             if lines and expired and env.get("TIMEWARP_MSG_LOG") == "1":
                 # a channel read without a wait (a blocking recv, a read of data already there) is never
                 # marked seen: its hold runs out too, so this counts more than readers that ran late

@@ -96,6 +96,52 @@ def test_cpu_time_is_priced_by_the_host_pace():
     assert set(_pace_probes()) <= set(before)
 
 
+_NATIVE_MARKED = """
+import ctypes, json, time
+from transformers import PreTrainedTokenizerFast
+import os
+from timewarp import integrations
+from timewarp.integrations import native_price
+MODEL = os.path.join(os.path.dirname(integrations.__file__), "models", "llama3-8b-shape")
+marked = native_price.install()
+tok = PreTrainedTokenizerFast(tokenizer_file=MODEL + "/tokenizer.json")
+text = " ".join(["The quick brown fox jumps over 13 lazy dogs; again and again."] * 200)
+shim = ctypes.CDLL(None)
+def ratio(f):
+    c0, t0 = time.thread_time(), time.perf_counter()
+    f()
+    return (time.perf_counter() - t0) / (time.thread_time() - c0)
+def loop():
+    x = 0
+    for i in range(200000):
+        x += i & 7
+def native_loop():
+    was = shim.tw_clock_native(1)
+    loop()
+    shim.tw_clock_native(was)
+for _ in range(60):   # until the native probe has measured every CPU (it starts after the first round)
+    ratio(native_loop)
+print(json.dumps({"marked": marked, "python": [ratio(loop) for _ in range(8)],
+                  "native": [ratio(native_loop) for _ in range(8)],
+                  "encode": [ratio(lambda: tok(text)) for _ in range(8)]}))
+"""
+
+
+def test_code_marked_native_is_priced_by_the_native_pace():
+    """Native code (a tokenizer's Rust) has its own pace: the pace process times a native probe (the embedded
+    tokenizer) per CPU, and CPU time a thread spends marked native (tw_clock_native) is charged by it. A
+    native target far above any machine's pins the native pace at its bound, 20x, while the Python pace
+    stays this machine's (about 0.4-1.3x); HF fast tokenizers' encode is marked once native_price is
+    installed."""
+    run = run_emulated(_NATIVE_MARKED, env={"TIMEWARP_NATIVE_TARGET_US": "1e6"})
+    assert run.rc == 0, run.stderr[-3000:]
+    r = run.result
+    assert "TokenizersBackend._encode_plus" in r["marked"] or "PreTrainedTokenizerFast._encode_plus" in r["marked"]
+    assert statistics.median(r["native"]) == pytest.approx(20, rel=0.05)
+    assert statistics.median(r["python"]) < 5
+    assert statistics.median(r["encode"]) == pytest.approx(20, rel=0.1)
+
+
 def test_a_fixed_host_speed_replaces_the_pace():
     run = run_emulated(_PACED_LOOP, env={"TIMEWARP_HOST_SPEED": "3", "TIMEWARP_PACE_TARGET_US": "1e6"})
     assert run.rc == 0, run.stderr[-3000:]
@@ -103,7 +149,8 @@ def test_a_fixed_host_speed_replaces_the_pace():
 
 
 @pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
-                                        ("TIMEWARP_PACE_TARGET_US", "abc"), ("TIMEWARP_MSG_HOLD_US", "2ms"),
+                                        ("TIMEWARP_PACE_TARGET_US", "abc"),
+                                        ("TIMEWARP_NATIVE_TARGET_US", "fast"), ("TIMEWARP_MSG_HOLD_US", "2ms"),
                                         ("TIMEWARP_SYNC_INPUTS_US", "-1"), ("TIMEWARP_GIL_WAIT_US", "50ms")])
 def test_a_malformed_host_speed_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})

@@ -65,8 +65,9 @@ def register() -> None:
     from ._hooks import after_method
     flashinfer_sampling.install()
     host_results.install()
-    from .. import executor_clock
+    from .. import executor_clock, native_price
     executor_clock.install()   # the API server's tokenizer pool
+    native_price.install()     # its tokenizer's Rust, priced by the native pace
     step_context.install()
     input_clock.install()   # the EngineCore's input thread
     # EngineCore.__init__ loads the plugins itself, then sizes the KV caches: the first hook that fires there

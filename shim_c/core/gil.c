@@ -109,7 +109,7 @@ static int64_t cap_ns = -1;
 static __thread int gil_modelled;
 /* the thread's CPU time when it last took the GIL (a queued piece starts holding it from the previous
  * piece's last take) */
-static __thread uint64_t held_cpu0;
+static __thread uint64_t held_cpu0, held_native0;
 int tw_gil_modelled_thread(void) { return gil_modelled; }
 
 TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
@@ -122,6 +122,7 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
         cap_ns = v && *v ? (int64_t)(atof(v) * 1000) : CAP_DEFAULT_NS;
     }
     held_cpu0 = tw_thread_cpu_ns();
+    held_native0 = tw_clock_native_cpu_ns();
     /* far ahead of its process's timeline (its clock jumped with a wait on a descriptor: a pool that resolves
      * host names): no contention known there, and waiting for the timeline to get there would cost real time */
     if (t0 > tw_clock_process_time() + switch_ns) return t0;
@@ -178,8 +179,11 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
 TW_EXPORT void tw_gil_give(uint64_t taken) {
     uint64_t end = tw_now(), p = tw_clock_process_time(), idle = 0;
     /* it held the GIL while it computed, not while it waited (a socket, a GPU): at most its CPU time, on the
-     * scale of the clock (the pace now) */
+     * scale of the clock (the pace now), less the native code marked as such (a tokenizer's Rust: the
+     * binding lets the GIL go around it, tokenizers' encode_batch does) */
     uint64_t cpu = tw_thread_cpu_ns() - held_cpu0, held = end - taken;
+    uint64_t native = tw_clock_native_cpu_ns() - held_native0;
+    cpu = native < cpu ? cpu - native : 0;
     uint64_t cpu_virtual = (uint64_t)(cpu * tw_clock_cpu_factor());
     if (cpu_virtual < held) held = cpu_virtual;
     uint64_t hi = taken + held < p ? taken + held : p;

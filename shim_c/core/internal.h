@@ -27,6 +27,7 @@ typedef struct tw_device_state {
  * where that timeline jumped over a wait (idle, Python's GIL free) */
 uint64_t tw_clock_process_time(void);
 double tw_clock_cpu_factor(void);
+uint64_t tw_clock_native_cpu_ns(void);
 void tw_clock_process_push(uint64_t d);
 void tw_gil_note_idle(uint64_t from, uint64_t to);
 int tw_gil_modelled_thread(void);   /* gil.c: the calling thread's GIL waits are modelled */

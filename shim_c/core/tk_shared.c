@@ -79,6 +79,13 @@ double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt) {
     return m ? m / 1000.0 : dflt;
 }
 
+double tw_tk_native_pace(tw_tk_shared *k, int cpu, double dflt) {
+    if (!k || !__atomic_load_n(&k->native_on, __ATOMIC_RELAXED)) return dflt;
+    uint32_t m = cpu >= 0 && cpu < TW_TK_PACE_CPUS ? __atomic_load_n(&k->native_milli[cpu], __ATOMIC_RELAXED) : 0;
+    if (!m) m = __atomic_load_n(&k->native_mean, __ATOMIC_RELAXED);
+    return m ? m / 1000.0 : dflt;
+}
+
 tw_tk_slot *tw_tk_find(tw_tk_shared *k, int32_t tid) {
     uint32_t hi = LOAD(&k->hiwater);
     for (uint32_t i = 0; i < hi; i++)

@@ -55,6 +55,10 @@ void tw_clock_feeder_thread(void) {
 static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
 int tw_clock_on_timeline(void) { return shares_process_clock(); }
 static inline int gil_keeps_clock(void) { return thread_io_only && tw_gil_modelled_thread(); }
+/* native code marked by tw_clock_native: priced by its own pace */
+static __thread int thread_native;
+static __thread uint64_t native_cpu_ns;
+static double native_factor(void);
 static double host_speed = 1.0;
 static int64_t epoch_realtime, epoch_monotonic;
 static int (*real_clock_gettime)(clockid_t, struct timespec *);
@@ -264,8 +268,10 @@ uint64_t tw_now(void) {
         d -= f;
         forgive_ns -= f;
     }
-    /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now */
-    double f = tw_clock_cpu_factor();
+    /* the host pace (coordinator/pace.py) prices a CPU ns by this machine's speed right now; native code
+     * that a binding marks (tw_clock_native) by the native probe's pace */
+    if (thread_native) native_cpu_ns += d;
+    double f = thread_native ? native_factor() : tw_clock_cpu_factor();
     uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
     if (t < g && !thread_io_only) { clamp_note(g - t, 0, g); t = g; }
     if (tw_tk && !thread_private) {
@@ -317,8 +323,30 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
     }
 }
 
-/* What one CPU ns of the calling thread is charged now (the pace of its CPU, or the fixed factor). */
+/* What one CPU ns of the calling thread's Python (any code not marked native) is charged now: the pace of
+ * its CPU, or the fixed factor. */
 double tw_clock_cpu_factor(void) { return tw_tk ? tw_tk_pace(tw_tk, sched_getcpu(), host_speed) : host_speed; }
+
+/* The same for native code: the native probe's pace of its CPU, the Python pace where none is measured. */
+static double native_factor(void) {
+    if (!tw_tk) return host_speed;
+    int cpu = sched_getcpu();
+    return tw_tk_native_pace(tw_tk, cpu, tw_tk_pace(tw_tk, cpu, host_speed));
+}
+
+/* Mark the calling thread's next CPU time as native code (on = 1) or not (0); returns the previous mark. The
+ * CPU time so far is charged first, at the mark it ran under. Why: the emulation machine's neighbours slow
+ * its Python 2-3.6x more than they slow a tokenizer's Rust (predictors/data/h200/native_probe_2026-12-02), so
+ * one pace left vLLM's tokenization 30-50% short of the real host's (integrations/native_price.py marks it). */
+TW_EXPORT int tw_clock_native(int on) {
+    (void)tw_now();
+    int was = thread_native;
+    thread_native = on != 0;
+    return was;
+}
+
+/* CPU ns this thread ran marked native (gil.c: native code runs without the GIL). */
+uint64_t tw_clock_native_cpu_ns(void) { return native_cpu_ns; }
 
 /* This process's timeline: the highest time its threads that share it reached. */
 uint64_t tw_clock_process_time(void) { return atomic_load_explicit(&own_max, memory_order_acquire); }

@@ -155,6 +155,13 @@ EXPORT void tw_keeper_pace_layout(long *on, long *milli, long *mean, int *ncpu) 
     *ncpu = TW_TK_PACE_CPUS;
 }
 
+/* The same for the native probe's pace: native_on, native_milli and native_mean. */
+EXPORT void tw_keeper_native_layout(long *on, long *milli, long *mean) {
+    *on = (long)offsetof(tw_tk_shared, native_on);
+    *milli = (long)offsetof(tw_tk_shared, native_milli);
+    *mean = (long)offsetof(tw_tk_shared, native_mean);
+}
+
 static const char *state_name(uint32_t st) {
     switch (st) {
     case TW_SLOT_RUN: return "run";

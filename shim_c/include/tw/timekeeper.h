@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define TW_TK_MAGIC 0x316b63776b747774ull /* "twtkwck1" */
-#define TW_TK_VERSION 4
+#define TW_TK_VERSION 5
 #define TW_TK_SLOTS 2048
 #define TW_TK_COLLS 256
 #define TW_TK_MAX_RANKS 64
@@ -118,6 +118,10 @@ typedef struct tw_tk_shared {
     /* per CPU: target-host ns per 1000 ns of CPU time here (0: not measured yet, use the mean of the others) */
     uint32_t pace_milli[TW_TK_PACE_CPUS];
     uint32_t pace_mean;      /* the mean over measured CPUs (the fallback) */
+    /* the same for native code (a tokenizer's Rust, priced apart: coordinator/pace.py's native probe) */
+    uint32_t native_on;
+    uint32_t native_milli[TW_TK_PACE_CPUS];
+    uint32_t native_mean;
     uint32_t npend;          /* entries of `pends` in use */
     tw_tk_coll colls[TW_TK_COLLS];
     tw_tk_slot slots[TW_TK_SLOTS];
@@ -166,6 +170,8 @@ int64_t tw_tk_real_ns(void);
 char tw_tk_task_state(int32_t pid, int32_t tid);
 /* What one ns of CPU time on cpu is worth on the virtual clock: the pace when the probe runs, else dflt. */
 double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt);
+/* The same for native code (the native probe's pace), dflt where that is not measured. */
+double tw_tk_native_pace(tw_tk_shared *k, int cpu, double dflt);
 /* Message stamps: raise channel key's stamp to t (its writer's time); the latest write's time on key, or
  * 0 when none was seen (or the table is full). */
 void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t);

@@ -1,0 +1,72 @@
+"""A tokenizer's native code is charged by the native pace, not by the Python pace.
+
+Why: emulated programs are charged their CPU time, scaled by the host pace, which a Python probe measures
+(coordinator/pace.py). This machine's neighbours slow Python 2-3.6x more than they slow a tokenizer's Rust
+(predictors/data/h200/native_probe_2026-12-02: beside an emulated vLLM run the Python probe took 2.1x its idle
+time, the tokenizer 1.0-1.3x). Priced by the Python probe, vLLM's tokenization came out 30-50% cheaper than on
+the real host (docs/VLLM.md, eighteenth session), and with it each request reached the engine early.
+
+How: the methods of HF transformers' fast tokenizers that run the Rust tokenizer (encoding and decoding) mark
+their thread's CPU time as native while they run (tw_clock_native, shim_c/core/vclock.c); the shim charges it
+by the native probe's pace of the CPU it runs on. The same calls let Python's GIL go around their Rust part
+(tokenizers' encode_batch), and the GIL model (shim_c/core/gil.c) counts native CPU time as time the GIL is
+free. The Python around the call (argument handling, building the result) is marked too: it is small beside
+the Rust part (150-200 us of 2.9 ms for 1,024 tokens here).
+Not covered: tokenizers called directly (`tokenizers.Tokenizer`, vLLM's incremental detokenizer's
+DecodeStream, one token at a time) stay on the Python pace; their methods belong to a Rust type, and the
+per-token calls are too short for a wrapper to pay off.
+"""
+from __future__ import annotations
+
+import functools
+import importlib
+
+from .thread_clock import core as _lib
+
+# (module, class, methods that run the Rust tokenizer): transformers 5's TokenizersBackend, 4's
+# PreTrainedTokenizerFast
+_TARGETS = (
+    ("transformers.tokenization_utils_tokenizers", "TokenizersBackend", ("_encode_plus", "_batch_encode_plus", "_decode")),
+    ("transformers.tokenization_utils_fast", "PreTrainedTokenizerFast", ("_encode_plus", "_batch_encode_plus", "_decode")),
+)
+
+
+def native(fn):
+    """fn, with its thread's CPU time charged as native code while it runs."""
+    @functools.wraps(fn)
+    def charged_native(*args, **kwargs):
+        core = _lib()
+        was = core.tw_clock_native(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            core.tw_clock_native(was)
+    charged_native._timewarp_native = True
+    return charged_native
+
+
+def install() -> list[str]:
+    """Mark the tokenizer methods found (idempotent); returns them as "Class.method". Nothing outside
+    emulation (no shim to charge)."""
+    try:
+        if not hasattr(_lib(), "tw_clock_native"):
+            return []
+    except OSError:
+        return []
+    done, seen = [], set()
+    for module, cls_name, methods in _TARGETS:
+        try:
+            cls = getattr(importlib.import_module(module), cls_name)
+        except (ImportError, AttributeError):
+            continue
+        if cls in seen:   # transformers 5 keeps PreTrainedTokenizerFast as a name of TokenizersBackend
+            continue
+        seen.add(cls)
+        for name in methods:
+            f = cls.__dict__.get(name)
+            if f is None:
+                continue
+            if not getattr(f, "_timewarp_native", False):
+                setattr(cls, name, native(f))
+            done.append(f"{cls_name}.{name}")
+    return done
