@@ -32,10 +32,12 @@ class SharedClock:
     """Creates the clock file, runs the keeper until close()."""
 
     def __init__(self, lib_dir: Path, topology: str = "", host_speed: float = 1.0,
-                 pace_target_us: float | None = None, native_target_us: float | None = None):
+                 pace_target_us: float | None = None, native_target_us: float | None = None,
+                 blend_us: float = 0.0):
         """host_speed: a fixed factor on every CPU second charged; pace_target_us: measure it instead, per CPU
         and moment, against this target (pace.py), falling back to host_speed until the first measurement;
-        native_target_us: the native probe's target (pace.py; None: native code is charged the same pace)."""
+        native_target_us: the native probe's target (pace.py; None: native code is charged the same pace);
+        blend_us: blend the Python pace with the native probe's (pace.py's BLEND_US; 0: not)."""
         self.run_id = uuid.uuid4().hex[:12]
         self.path = str(_shm_dir() / f"timewarp-{os.getpid()}-{self.run_id}.clock")
         lib_path = Path(lib_dir) / KEEPER_LIB
@@ -62,10 +64,11 @@ class SharedClock:
                                         name="timewarp-keeper", daemon=True)
         self._thread.start()
         self.abort_reason: str | None = None
-        self._pace = self._start_pace(pace_target_us, native_target_us) if pace_target_us else None
+        self._pace = self._start_pace(pace_target_us, native_target_us, blend_us) if pace_target_us else None
         self.pace_summary: dict | None = None   # after close(): what the pace probe measured
 
-    def _start_pace(self, target_us: float, native_target_us: float | None) -> subprocess.Popen | None:
+    def _start_pace(self, target_us: float, native_target_us: float | None,
+                    blend_us: float) -> subprocess.Popen | None:
         """The pace probe, outside emulation (no preload, no timewarp settings inherited)."""
         on, milli, mean, n = ctypes.c_long(), ctypes.c_long(), ctypes.c_long(), ctypes.c_int()
         self._lib.tw_keeper_pace_layout(ctypes.byref(on), ctypes.byref(milli), ctypes.byref(mean), ctypes.byref(n))
@@ -74,6 +77,8 @@ class SharedClock:
             non, nmilli, nmean = ctypes.c_long(), ctypes.c_long(), ctypes.c_long()
             self._lib.tw_keeper_native_layout(ctypes.byref(non), ctypes.byref(nmilli), ctypes.byref(nmean))
             native = ["--native", str(non.value), str(nmilli.value), str(nmean.value), repr(native_target_us)]
+            if blend_us > 0:
+                native += ["--blend", repr(blend_us)]
         env = {k: v for k, v in os.environ.items() if not k.startswith("TIMEWARP_")}
         env.pop("LD_PRELOAD", None)
         env.pop("LD_AUDIT", None)

@@ -91,7 +91,7 @@ class Coordinator:
 
     def __init__(self, lib_dir: Path, gpu: str, gpus: int, topology: str = "", listen: str = "127.0.0.1:0",
                  token: str | None = None, host_speed: float = 1.0, pace_target_us: float | None = None,
-                 native_target_us: float | None = None):
+                 native_target_us: float | None = None, blend_us: float = 0.0):
         host, port = split_address(listen)
         if not is_loopback(host) and not token:
             raise CoordinatorError(f"the coordinator would listen on {listen}, beyond loopback: a shared token is "
@@ -100,7 +100,8 @@ class Coordinator:
         self.gpu, self.gpus, self.topology = gpu, gpus, topology
         self._watchers: list[queue.Queue] = []
         self.clock = SharedClock(lib_dir, topology=topology, host_speed=host_speed,
-                                 pace_target_us=pace_target_us, native_target_us=native_target_us)
+                                 pace_target_us=pace_target_us, native_target_us=native_target_us,
+                                 blend_us=blend_us)
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4, thread_name_prefix="timewarp-coord"))
         pb_grpc.add_CoordinatorServicer_to_server(_Service(self), self._server)
         bound = self._server.add_insecure_port(f"{host}:{port}")

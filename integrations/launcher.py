@@ -21,7 +21,7 @@ import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Mapping, Sequence
+from typing import Iterable, Mapping, NamedTuple, Sequence
 
 log = logging.getLogger(__name__)
 
@@ -146,7 +146,7 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     if strict:
         env["TIMEWARP_STRICT"] = "1"
     # what a CPU second is priced at where the host pace is not measured (shim_c/core/vclock.c)
-    speed = host_pricing(base)[0]
+    speed = host_pricing(base).speed
     if not base.get("TIMEWARP_HOST_SPEED"):
         env["TIMEWARP_HOST_SPEED_FALLBACK"] = f"{speed:.4f}"
     # how long a message its reader has not seen yet holds the run's clock (shim_c/libc/message.c)
@@ -429,26 +429,36 @@ def _positive(base: Mapping[str, str], name: str, what: str, zero_ok: bool = Fal
     return x
 
 
-def host_pricing(base: Mapping[str, str] | None = None) -> tuple[float, float | None, float | None]:
-    """(static factor, the pace probe's target in us or None when it does not run, the native probe's target
-    in us or None) for the CPU time emulated programs are charged: the measured host pace
-    (coordinator/pace.py; until it is measured, and without a coordinator, its fallback factor) unless
-    TIMEWARP_HOST_SPEED fixes a factor or TIMEWARP_HOST_PACE=0 turns it off (CPU time charged as measured).
-    Native code has a pace of its own unless TIMEWARP_NATIVE_PACE=0 (then it is charged Python's)."""
+class Pricing(NamedTuple):
+    """How emulated programs' CPU time is charged (coordinator/pace.py)."""
+    speed: float                     # the static factor (where no pace is measured)
+    pace_target_us: float | None     # the pace probe's target, None when it does not run
+    native_target_us: float | None   # the native probe's target, None: native code on Python's pace
+    blend_us: float                  # Python's pace blended with the native probe's (0: not)
+
+
+def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
+    """The pricing of CPU time: the measured host pace (coordinator/pace.py; until it is measured, and
+    without a coordinator, its fallback factor) unless TIMEWARP_HOST_SPEED fixes a factor or
+    TIMEWARP_HOST_PACE=0 turns it off (CPU time charged as measured). Native code has a pace of its own, and
+    the Python pace is blended with it, unless TIMEWARP_NATIVE_PACE=0 (then native code is charged Python's
+    pace, unblended)."""
     base = os.environ if base is None else base
     speed = _positive(base, "TIMEWARP_HOST_SPEED", "target-host CPU seconds per CPU second here")
     if speed is not None:
-        return speed, None, None
+        return Pricing(speed, None, None, 0.0)
     if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
-        return 1.0, None, None
+        return Pricing(1.0, None, None, 0.0)
     from timewarp.coordinator import pace
     target = _positive(base, "TIMEWARP_PACE_TARGET_US",
                        "the host pace probe's CPU time on the target host, in microseconds") or pace.TARGET_US
-    native = None
-    if base.get("TIMEWARP_NATIVE_PACE", "1") not in ("0", "off", "no"):
-        native = _positive(base, "TIMEWARP_NATIVE_TARGET_US",
-                           "the native probe's CPU time on the target host, in microseconds") or pace.NATIVE_TARGET_US
-    return pace.fallback_factor(target), target, native
+    if base.get("TIMEWARP_NATIVE_PACE", "1") in ("0", "off", "no"):
+        return Pricing(pace.fallback_factor(target), target, None, 0.0)
+    native = _positive(base, "TIMEWARP_NATIVE_TARGET_US",
+                       "the native probe's CPU time on the target host, in microseconds") or pace.NATIVE_TARGET_US
+    blend = _positive(base, "TIMEWARP_PACE_BLEND_US", "the native probe's time at which the blend leaves the "
+                      "Python pace as it is, in microseconds; 0 turns the blend off", zero_ok=True)
+    return Pricing(pace.fallback_factor(target), target, native, pace.BLEND_US if blend is None else blend)
 
 
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
@@ -457,15 +467,15 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
     existing one (None returned). Returns (coordinator or None, environment for the child)."""
     from timewarp.coordinator import server
 
-    speed, pace_target_us, native_target_us = host_pricing()
+    pricing = host_pricing()
     try:
         if join:
             reply = server.join(join, token)
             return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
                           "TIMEWARP_TOPOLOGY": reply.topology}
         coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
-                                   token=token, host_speed=speed, pace_target_us=pace_target_us,
-                                   native_target_us=native_target_us)
+                                   token=token, host_speed=pricing.speed, pace_target_us=pricing.pace_target_us,
+                                   native_target_us=pricing.native_target_us, blend_us=pricing.blend_us)
     except server.CoordinatorError as e:
         raise LauncherError(str(e)) from None
     except Exception as e:  # the keeper library, the clock file

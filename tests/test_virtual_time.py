@@ -142,6 +142,21 @@ def test_code_marked_native_is_priced_by_the_native_pace():
     assert statistics.median(r["encode"]) == pytest.approx(20, rel=0.1)
 
 
+def test_the_python_pace_is_blended_with_the_native_probes():
+    """Code not marked native is priced by the geometric mean of the Python pace and BLEND_US over the native
+    probe's time. A Python target far above any machine's alone pins the pace at 20x; blended with a native
+    reference far below the native probe's time (0.01 us against hundreds) it comes out below 1x, and with
+    the blend off it stays at 20x."""
+    code = _PACED_LOOP.replace("ratios = [chunk() for _ in range(40)]",
+                               "w = time.time()\nwhile time.time() - w < 3: chunk()\nratios = [chunk() for _ in range(40)]")
+    env = {"TIMEWARP_PACE_TARGET_US": "1e6"}
+    blended = run_emulated(code, env={**env, "TIMEWARP_PACE_BLEND_US": "0.01"})
+    alone = run_emulated(code, env={**env, "TIMEWARP_PACE_BLEND_US": "0"})
+    assert blended.rc == 0 and alone.rc == 0, blended.stderr[-3000:] + alone.stderr[-3000:]
+    assert statistics.median(blended.result["ratios"]) < 1
+    assert statistics.median(alone.result["ratios"]) == pytest.approx(20, rel=0.05)
+
+
 def test_a_fixed_host_speed_replaces_the_pace():
     run = run_emulated(_PACED_LOOP, env={"TIMEWARP_HOST_SPEED": "3", "TIMEWARP_PACE_TARGET_US": "1e6"})
     assert run.rc == 0, run.stderr[-3000:]
@@ -150,7 +165,8 @@ def test_a_fixed_host_speed_replaces_the_pace():
 
 @pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
                                         ("TIMEWARP_PACE_TARGET_US", "abc"),
-                                        ("TIMEWARP_NATIVE_TARGET_US", "fast"), ("TIMEWARP_MSG_HOLD_US", "2ms"),
+                                        ("TIMEWARP_NATIVE_TARGET_US", "fast"), ("TIMEWARP_PACE_BLEND_US", "-2"),
+                                        ("TIMEWARP_MSG_HOLD_US", "2ms"),
                                         ("TIMEWARP_SYNC_INPUTS_US", "-1"), ("TIMEWARP_GIL_WAIT_US", "50ms")])
 def test_a_malformed_host_speed_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
