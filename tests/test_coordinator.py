@@ -269,10 +269,11 @@ def test_pool_thread_waiting_for_the_real_gil_does_not_spin():
     whose GIL waits the model answers and whose clock stays where it is, waits in CPython's take_gil on a
     condvar with a 5-ms deadline. That deadline was virtual and already due, so each wait timed out at once
     and the thread spun: 180-190 ms of CPU here, 40 s of system time in vLLM case 8 (256 streams), on a
-    2-core machine. It waits in real time now: its CPU time is about its four 1-ms pieces."""
+    2-core machine. It waits in real time now: its CPU time is its four 1-ms pieces and about a hundred
+    5-ms waits' wake-ups, 10-13 ms on an idle machine; 48 ms once inside the test suite's run."""
     on = _gil_contention("1", "hold")
     assert on["busy_end"] > 100, on                      # the sort held the loop that long
-    assert on["pool_cpu_ms"] < 40, on
+    assert on["pool_cpu_ms"] < 90, on
 
 
 @pytest.mark.parametrize("world", [2, 4])
