@@ -58,8 +58,6 @@ TARGET_US = 157.0
 USUAL_US = 122.0
 
 
-def fallback_factor(target_us: float = TARGET_US) -> float:
-    return max(0.05, min(target_us / USUAL_US, 20.0))
 # What the native probe's time on the target host is taken to be: its time measured there (569 us: the median of
 # 32 per-CPU medians over two 10 s measurements, 510 and 612 us each; predictors/data/h200/native_probe_2026-12-02,
 # pace_native_*.json), times 1.14 for how much slower the real host tokenizes inside vLLM's API server than in a
@@ -80,6 +78,12 @@ BLEND_US = 443.0
 NATIVE_EVERY = 5
 NATIVE_TOKENS = 256
 TOKENIZER = Path(__file__).resolve().parents[1] / "integrations" / "models" / "llama3-8b-shape" / "tokenizer.json"
+
+
+def fallback_factor(target_us: float = TARGET_US) -> float:
+    return max(0.05, min(target_us / USUAL_US, 20.0))
+
+
 # A full round over the CPUs at most this often (s); more CPUs make the round longer (about 1% of one CPU).
 ROUND_S = 0.02
 WINDOW = 5

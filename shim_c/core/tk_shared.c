@@ -72,18 +72,20 @@ tw_tk_shared *tw_tk_map(const char *path, const char **why) {
     return k;
 }
 
-double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt) {
-    if (!k || !__atomic_load_n(&k->pace_on, __ATOMIC_RELAXED)) return dflt;
-    uint32_t m = cpu >= 0 && cpu < TW_TK_PACE_CPUS ? __atomic_load_n(&k->pace_milli[cpu], __ATOMIC_RELAXED) : 0;
-    if (!m) m = __atomic_load_n(&k->pace_mean, __ATOMIC_RELAXED);
+/* A per-CPU pace of the clock file (milli per CPU, their mean where a CPU has none yet), dflt until `on`. */
+static double pace_of(const uint32_t *on, const uint32_t *milli, const uint32_t *mean, int cpu, double dflt) {
+    if (!__atomic_load_n(on, __ATOMIC_RELAXED)) return dflt;
+    uint32_t m = cpu >= 0 && cpu < TW_TK_PACE_CPUS ? __atomic_load_n(&milli[cpu], __ATOMIC_RELAXED) : 0;
+    if (!m) m = __atomic_load_n(mean, __ATOMIC_RELAXED);
     return m ? m / 1000.0 : dflt;
 }
 
+double tw_tk_pace(tw_tk_shared *k, int cpu, double dflt) {
+    return k ? pace_of(&k->pace_on, k->pace_milli, &k->pace_mean, cpu, dflt) : dflt;
+}
+
 double tw_tk_native_pace(tw_tk_shared *k, int cpu, double dflt) {
-    if (!k || !__atomic_load_n(&k->native_on, __ATOMIC_RELAXED)) return dflt;
-    uint32_t m = cpu >= 0 && cpu < TW_TK_PACE_CPUS ? __atomic_load_n(&k->native_milli[cpu], __ATOMIC_RELAXED) : 0;
-    if (!m) m = __atomic_load_n(&k->native_mean, __ATOMIC_RELAXED);
-    return m ? m / 1000.0 : dflt;
+    return k ? pace_of(&k->native_on, k->native_milli, &k->native_mean, cpu, dflt) : dflt;
 }
 
 tw_tk_slot *tw_tk_find(tw_tk_shared *k, int32_t tid) {
