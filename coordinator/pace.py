@@ -113,18 +113,22 @@ def timed_probe() -> float:
     return (time.thread_time_ns() - t) / 1e3
 
 
+def random_prompts(tok, n: int, count: int = 8) -> list[str]:
+    """count prompts of about n tokens as vLLM's random dataset makes them: random vocabulary ids, decoded
+    (seeded by n; predictors/calibration/native_probe.py measures the same prompts)."""
+    import random
+    rng = random.Random(n)
+    vocab = tok.get_vocab_size()
+    return [tok.decode([rng.randrange(vocab) for _ in range(n)]) for _ in range(count)]
+
+
 class NativeProbe:
-    """Encodes vLLM-random-dataset prompts of NATIVE_TOKENS tokens (random vocabulary ids, decoded; the
-    prompts of predictors/calibration/native_probe.py), one per call in turn, each warmed by one encode."""
+    """Encodes random_prompts of NATIVE_TOKENS tokens, one per call in turn, each warmed by one encode."""
 
     def __init__(self) -> None:
-        import random
-
         from tokenizers import Tokenizer
         self.tok = Tokenizer.from_file(str(TOKENIZER))
-        rng = random.Random(NATIVE_TOKENS)
-        vocab = self.tok.get_vocab_size()
-        self.prompts = [self.tok.decode([rng.randrange(vocab) for _ in range(NATIVE_TOKENS)]) for _ in range(8)]
+        self.prompts = random_prompts(self.tok, NATIVE_TOKENS)
         self.i = 0
 
     def timed(self) -> float:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(HERE / "coordinator"))
-from pace import probe  # noqa: E402  (coordinator/pace.py, the host pace's probe)
+from pace import TOKENIZER, probe, random_prompts  # noqa: E402  (coordinator/pace.py: the host pace's probes)
 
 LENGTHS = (128, 256, 512, 1024, 2048, 4096)
 
@@ -43,27 +43,20 @@ def cpu_us(fn, repeats: int) -> float:
     return statistics.median(out)
 
 
-def prompts(tok, n: int, count: int = 8) -> list[str]:
-    """count prompts of about n tokens: random ids of the vocabulary, decoded (vLLM's random dataset)."""
-    rng = random.Random(n)
-    vocab = tok.get_vocab_size()
-    return [tok.decode([rng.randrange(vocab) for _ in range(n)]) for _ in range(count)]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", required=True)
     ap.add_argument("--repeats", type=int, default=15)
     a = ap.parse_args()
     from tokenizers import Tokenizer
-    tok = Tokenizer.from_file(str(HERE / "integrations" / "models" / "llama3-8b-shape" / "tokenizer.json"))
+    tok = Tokenizer.from_file(str(TOKENIZER))
     res: dict = {"pace_probe_us": cpu_us(probe, a.repeats * 4)}
     blob = random.Random(0).randbytes(1 << 20)
     res["zlib_1mib_us"] = cpu_us(lambda: zlib.compress(blob, 6), a.repeats)
     res["sha256_16mib_us"] = cpu_us(lambda: hashlib.sha256(blob * 16).digest(), a.repeats)
     enc = {}
     for n in LENGTHS:
-        ps = prompts(tok, n)
+        ps = random_prompts(tok, n)
         tokens = statistics.median(len(tok.encode(p).ids) for p in ps)
         enc[str(n)] = {"tokens": tokens, "encode_us": statistics.median(cpu_us(lambda p=p: tok.encode(p), a.repeats)
                                                                           for p in ps)}
