@@ -5,11 +5,14 @@
 # held-out ones (added after every fit of 2026-11-30, to evaluate on workloads nothing was tuned to: long
 # decodes at low concurrency, 256 concurrent requests, 3 K prompts, a middle case); 11-14: held out from the
 # message stamps of 2026-11-30 (shim_c/libc/message.c), which changed how bursts reach the engine: a burst of
-# 96 mid-length prompts, two long prompts at a time, many short requests, 128 long decodes.
+# 96 mid-length prompts, two long prompts at a time, many short requests, 128 long decodes; 15-17: held out
+# from the twentieth session's changes (chosen before they were measured): a middle concurrency with middle
+# lengths, 64 long-ish prompts with short outputs, three long prompts with long decodes.
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
                  [7]="4 128 512 16" [8]="256 256 128 512" [9]="48 3072 64 96" [10]="24 768 192 72" \
-                 [11]="96 512 128 192" [12]="2 1024 256 12" [13]="48 256 64 144" [14]="128 256 256 256")
+                 [11]="96 512 128 192" [12]="2 1024 256 12" [13]="48 256 64 144" [14]="128 256 256 256" \
+                 [15]="12 640 160 48" [16]="64 1280 96 128" [17]="3 1792 384 9")
 
 # case_name K DIR: caseK, or caseKr when DIR already holds caseK.json (a repeated case keeps both results)
 case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case$1"; fi; }
