@@ -1,0 +1,81 @@
+"""An idle process whose threads that are not Python's wake on their own timers takes a request at the
+request's time, not at the timers' (shim_c/core/vclock.c, tw_tk_wake). The pattern of vLLM's idle EngineCore:
+its gloo process groups' socket loops time out every few ms while its busy loop waits on its input queue.
+
+A writer (a child process) sends ROUNDS messages, each after sleeping GAP virtual seconds, each carrying its
+send time. In the reader, a gloo process group of one rank starts gloo's socket loop; a feeder thread (its own
+clock, as vLLM's input thread) takes each message off the socket, decodes it (about 1 virtual ms of Python) and
+puts it on a TimedQueue; the main thread waits on the queue and records, per message, its time once it has
+the message less the send time.
+
+    idle_timers.py [ROUNDS] [GAP]
+Prints one JSON line: {"late_ms": [[taken - put, put - sent], ...]}.
+"""
+import json
+import os
+import select
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+
+def writer(fd: int, rounds: int, gap: float) -> None:
+    s = socket.socket(fileno=fd)
+    for i in range(rounds):
+        time.sleep(gap)
+        s.sendall(json.dumps({"i": i, "t": time.monotonic()}).encode() + b"\n")
+
+
+def feeder(sock: socket.socket, q, become_feeder) -> None:
+    become_feeder()
+    p = select.poll()
+    p.register(sock.fileno(), select.POLLIN)
+    buf = b""
+    while True:
+        p.poll()
+        data = sock.recv(65536)
+        if not data:
+            return
+        buf += data
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            msg = json.loads(line)
+            msg["sum"] = sum(i * i for i in range(20000))   # decoding work, under the GIL (about 1 virtual ms)
+            msg["put"] = time.monotonic()
+            q.put_nowait(msg)
+
+
+def main() -> None:
+    if sys.argv[1:2] == ["writer"]:
+        writer(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
+        return
+    import torch.distributed as dist
+    from timewarp.integrations.thread_clock import TimedQueue, become_feeder
+    rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
+    gap = float(sys.argv[2]) if len(sys.argv) > 2 else 0.03
+    store = tempfile.mktemp(prefix="tw_gloo_")
+    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    a, b = socket.socketpair()
+    wr = subprocess.Popen([sys.executable, __file__, "writer", str(b.fileno()), str(rounds), str(gap)],
+                          pass_fds=[b.fileno()])
+    b.close()
+    q = TimedQueue()
+    threading.Thread(target=feeder, args=(a, q, become_feeder), daemon=True).start()
+    late = []
+    for _ in range(rounds):
+        msg = q.get()
+        late.append([(time.monotonic() - msg["put"]) * 1e3, (msg["put"] - msg["t"]) * 1e3])
+    wr.wait()
+    dist.destroy_process_group()
+    try:
+        os.unlink(store)
+    except OSError:
+        pass
+    print(json.dumps({"late_ms": late}))
+
+
+if __name__ == "__main__":
+    main()
