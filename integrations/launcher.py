@@ -450,15 +450,20 @@ def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
     if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
         return Pricing(1.0, None, None, 0.0)
     from timewarp.coordinator import pace
+    # the defaults price the median H200 host measured; TIMEWARP_HOST_SLOWDOWN scales them for a slower (or,
+    # below 1, faster) one: H200 leases' hosts ran vLLM's host work 0.72-1.42x the median's time
+    # (docs/LIMITATIONS.md, "Host time")
+    slow = _positive(base, "TIMEWARP_HOST_SLOWDOWN", "the target host's CPU time for the same work over the "
+                     "median H200 host's") or 1.0
     target = _positive(base, "TIMEWARP_PACE_TARGET_US",
-                       "the host pace probe's CPU time on the target host, in microseconds") or pace.TARGET_US
+                       "the host pace probe's CPU time on the target host, in microseconds") or pace.TARGET_US * slow
     if base.get("TIMEWARP_NATIVE_PACE", "1") in ("0", "off", "no"):
         return Pricing(pace.fallback_factor(target), target, None, 0.0)
     native = _positive(base, "TIMEWARP_NATIVE_TARGET_US",
-                       "the native probe's CPU time on the target host, in microseconds") or pace.NATIVE_TARGET_US
+                       "the native probe's CPU time on the target host, in microseconds") or pace.NATIVE_TARGET_US * slow
     blend = _positive(base, "TIMEWARP_PACE_BLEND_US", "the native probe's time at which the blend leaves the "
                       "Python pace as it is, in microseconds; 0 turns the blend off", zero_ok=True)
-    return Pricing(pace.fallback_factor(target), target, native, pace.BLEND_US if blend is None else blend)
+    return Pricing(pace.fallback_factor(target), target, native, pace.BLEND_US * slow if blend is None else blend)
 
 
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,

@@ -78,7 +78,8 @@ def install() -> list[str]:
         return []
     done, seen = [], set()
     for module, cls_name, methods, mark in _TARGETS:
-        if module.partition(".")[0] in _ONLY_IF_IMPORTED and module.partition(".")[0] not in sys.modules:
+        package = module.partition(".")[0]
+        if package in _ONLY_IF_IMPORTED and package not in sys.modules:
             continue
         try:
             cls = getattr(importlib.import_module(module), cls_name)

@@ -167,6 +167,21 @@ def test_the_python_pace_is_blended_with_the_native_probes():
     assert statistics.median(alone.result["ratios"]) == pytest.approx(20, rel=0.05)
 
 
+def test_a_slower_target_host_scales_the_pace():
+    """TIMEWARP_HOST_SLOWDOWN prices a target host that is slower than the median H200 host the defaults
+    stand for: it scales the three probe targets, an explicit target stays as given, and a slowdown far above
+    any host's pins the pace at its bound, 20x."""
+    from timewarp.coordinator import pace
+    from timewarp.integrations.launcher import host_pricing
+    p = host_pricing({"TIMEWARP_HOST_SLOWDOWN": "1.35"})
+    assert (p.pace_target_us, p.native_target_us, p.blend_us) == pytest.approx(
+        (pace.TARGET_US * 1.35, pace.NATIVE_TARGET_US * 1.35, pace.BLEND_US * 1.35))
+    assert host_pricing({"TIMEWARP_HOST_SLOWDOWN": "2", "TIMEWARP_PACE_TARGET_US": "100"}).pace_target_us == 100
+    run = run_emulated(_PACED_LOOP, env={"TIMEWARP_HOST_SLOWDOWN": "1e4"})
+    assert run.rc == 0, run.stderr[-3000:]
+    assert statistics.median(run.result["ratios"]) == pytest.approx(20, rel=0.05)
+
+
 def test_a_fixed_host_speed_replaces_the_pace():
     run = run_emulated(_PACED_LOOP, env={"TIMEWARP_HOST_SPEED": "3", "TIMEWARP_PACE_TARGET_US": "1e6"})
     assert run.rc == 0, run.stderr[-3000:]
@@ -176,6 +191,7 @@ def test_a_fixed_host_speed_replaces_the_pace():
 @pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
                                         ("TIMEWARP_PACE_TARGET_US", "abc"),
                                         ("TIMEWARP_NATIVE_TARGET_US", "fast"), ("TIMEWARP_PACE_BLEND_US", "-2"),
+                                        ("TIMEWARP_HOST_SLOWDOWN", "0"),
                                         ("TIMEWARP_MSG_HOLD_US", "2ms"),
                                         ("TIMEWARP_SYNC_INPUTS_US", "-1"), ("TIMEWARP_GIL_WAIT_US", "50ms")])
 def test_a_malformed_host_speed_is_named(name, value):

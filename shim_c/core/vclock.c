@@ -461,16 +461,6 @@ void tw_tk_block_begin(void) {
     tw_tk_advance(tw_tk);  /* this thread no longer holds the clock back */
 }
 
-/* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken by
- * messages whose writers' times are known (TW_WAKE_AT, shim_c/libc/message.c): at the latest of them (the
- * `deadline` argument), never before its own clock. Woken by another thread of this process (TW_WAKE_LOCAL: a
- * private condvar, lock or futex): no earlier than anything this process did, except a thread with its own
- * clock, which keeps it (a lock hand-over, Python's GIL above all, carries no data it waited for: raised to its
- * process's time at every GIL hand-over, vLLM's EngineCore input thread delivered requests 3-10 ms late and TP=2
- * decode steps came out 33% long). Woken by something that may come from another process (TW_WAKE_ANY: a
- * descriptor, a shared semaphore): no earlier than anything that happened anywhere. The distinction keeps
- * processes that run side by side from dragging each other's clocks forward at every lock hand-over.
- */
 /* Whether the calling thread runs Python (it has a Python thread state); 1 where the program is not Python's.
  * PyGILState_GetThisThreadState reads a thread-specific key: no GIL needed. */
 static int thread_runs_python(void) {
@@ -483,11 +473,21 @@ static int thread_runs_python(void) {
     return !this_state || this_state() != NULL;
 }
 
+/* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken by
+ * messages whose writers' times are known (TW_WAKE_AT, shim_c/libc/message.c): at the latest of them (the
+ * `deadline` argument), never before its own clock. Woken by another thread of this process (TW_WAKE_LOCAL: a
+ * private condvar, lock or futex): no earlier than anything this process did, except a thread with its own
+ * clock, which keeps it (a lock hand-over, Python's GIL above all, carries no data it waited for: raised to its
+ * process's time at every GIL hand-over, vLLM's EngineCore input thread delivered requests 3-10 ms late and TP=2
+ * decode steps came out 33% long). Woken by something that may come from another process (TW_WAKE_ANY: a
+ * descriptor, a shared semaphore): no earlier than anything that happened anywhere. The distinction keeps
+ * processes that run side by side from dragging each other's clocks forward at every lock hand-over.
+ */
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
     /* Why a timeout of a thread that is not Python's does not move its process's timeline: vLLM's EngineCore
-     * holds seven gloo socket loops (10 ms epoll timeouts) and NCCL watchdogs. Their timeouts raised the
+     * holds seven gloo socket loops (epoll timeouts every few ms) and NCCL watchdogs. Their timeouts raised the
      * process's time while its busy loop was blocked on an empty input queue, and the busy loop, woken by
      * the next request (a lock hand-over: the process's time), took it 0.5-12 ms (median 2) after it had
      * reached the engine; the real H200 host took 0.06-0.5 ms (case 1, leases o and p). */

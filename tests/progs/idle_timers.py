@@ -12,8 +12,8 @@ the message less the send time.
 Prints one JSON line: {"late_ms": [[taken - put, put - sent], ...]}.
 """
 import json
-import os
 import select
+import shutil
 import socket
 import subprocess
 import sys
@@ -56,8 +56,8 @@ def main() -> None:
     from timewarp.integrations.thread_clock import TimedQueue, become_feeder
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     gap = float(sys.argv[2]) if len(sys.argv) > 2 else 0.03
-    store = tempfile.mktemp(prefix="tw_gloo_")
-    dist.init_process_group("gloo", init_method=f"file://{store}", rank=0, world_size=1)
+    store = tempfile.mkdtemp(prefix="tw_gloo_")
+    dist.init_process_group("gloo", init_method=f"file://{store}/store", rank=0, world_size=1)
     a, b = socket.socketpair()
     wr = subprocess.Popen([sys.executable, __file__, "writer", str(b.fileno()), str(rounds), str(gap)],
                           pass_fds=[b.fileno()])
@@ -70,10 +70,7 @@ def main() -> None:
         late.append([(time.monotonic() - msg["put"]) * 1e3, (msg["put"] - msg["t"]) * 1e3])
     wr.wait()
     dist.destroy_process_group()
-    try:
-        os.unlink(store)
-    except OSError:
-        pass
+    shutil.rmtree(store, ignore_errors=True)
     print(json.dumps({"late_ms": late}))
 
 
