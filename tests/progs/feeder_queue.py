@@ -33,7 +33,9 @@ def writer(fd: int, rounds: int) -> None:
     print(json.dumps(times), flush=True)
 
 
-def feeder(sock: socket.socket, q, become_feeder) -> None:
+def feeder(sock: socket.socket, q, become_feeder, work: int = 2000, stamp: bool = False) -> None:
+    """Takes each line off sock, decodes it with `work` iterations of Python under the GIL and puts it on q
+    (with stamp, its put time as "put"); also run by idle_timers.py."""
     become_feeder()
     p = select.poll()
     p.register(sock.fileno(), select.POLLIN)
@@ -47,7 +49,9 @@ def feeder(sock: socket.socket, q, become_feeder) -> None:
         while b"\n" in buf:
             line, buf = buf.split(b"\n", 1)
             msg = json.loads(line)
-            msg["sum"] = sum(i * i for i in range(2000))   # decoding work, under the GIL
+            msg["sum"] = sum(i * i for i in range(work))   # decoding work, under the GIL
+            if stamp:
+                msg["put"] = time.monotonic()
             q.put_nowait(msg)
 
 

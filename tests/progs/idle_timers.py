@@ -16,7 +16,6 @@ the message less the send time.
 Prints one JSON line: {"late_ms": [[taken - put, put - sent], ...]}.
 """
 import json
-import select
 import shutil
 import socket
 import subprocess
@@ -25,31 +24,14 @@ import tempfile
 import threading
 import time
 
+from feeder_queue import feeder
+
 
 def writer(fd: int, rounds: int, gap: float) -> None:
     s = socket.socket(fileno=fd)
     for i in range(rounds):
         time.sleep(gap)
         s.sendall(json.dumps({"i": i, "t": time.monotonic()}).encode() + b"\n")
-
-
-def feeder(sock: socket.socket, q, become_feeder) -> None:
-    become_feeder()
-    p = select.poll()
-    p.register(sock.fileno(), select.POLLIN)
-    buf = b""
-    while True:
-        p.poll()
-        data = sock.recv(65536)
-        if not data:
-            return
-        buf += data
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            msg = json.loads(line)
-            msg["sum"] = sum(i * i for i in range(20000))   # decoding work, under the GIL (about 1 virtual ms)
-            msg["put"] = time.monotonic()
-            q.put_nowait(msg)
 
 
 def main() -> None:
@@ -67,7 +49,7 @@ def main() -> None:
                           pass_fds=[b.fileno()])
     b.close()
     q = TimedQueue()
-    threading.Thread(target=feeder, args=(a, q, become_feeder), daemon=True).start()
+    threading.Thread(target=feeder, args=(a, q, become_feeder, 20000, True), daemon=True).start()  # ~1 virtual ms each
     late = []
     for _ in range(rounds):
         msg = q.get()
