@@ -217,10 +217,18 @@ int tw_tk_msg_first_at(uint64_t key, uint64_t *t) {
     return found;
 }
 
+/* The calling thread is about to wait to read key (shim_c/libc/message.c, tw_msg_watch_poll). */
+void tw_tk_msg_reader(uint64_t key) {
+    if (tw_tk && my_slot) tw_tk_msg_watch(tw_tk, key, my_slot);
+}
+
 int tw_tk_msg_at(uint64_t key, uint64_t *t) {
     int found = 0;
     if (!tw_tk) return 0;
     *t = tw_tk_msg_time(tw_tk, key, &found);
-    if (found) tw_tk_msg_seen(tw_tk, key);
+    if (found) {
+        tw_tk_reader_running();
+        tw_tk_msg_seen(tw_tk, key, my_slot);
+    }
     return found;
 }

@@ -152,13 +152,34 @@ void tw_tk_futex_wait(tw_tk_shared *k, uint32_t seen, int64_t timeout_ns) {
 
 static int pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key);
 
+/* Whether a hold past its time still stands because the channel's reader (the thread that last waited for
+ * it or saw it: tw_tk_msg_watch, tw_tk_msg_seen) has been woken by the kernel and not yet run (its slot still
+ * waits, its thread is runnable): on a loaded machine that can take longer than the hold (2 ms), and the
+ * clock then passed a message the reader was about to take. At most PEND_WOKEN_MAX_NS from the hold's start,
+ * looked at again every PEND_RECHECK_NS (one /proc read each). With vclock.c's tw_tk_reader_running, this
+ * took tests/progs/feeder_queue.py (vLLM's input-thread pattern) under two CPU hogs from a drain that missed
+ * a message in about 1 run of 25 (5 of some 120) to none in 80. */
+#define PEND_RECHECK_NS 500000ll
+#define PEND_WOKEN_MAX_NS 100000000ll
+static int reader_woken(tw_tk_shared *k, tw_tk_pend *e, int64_t now) {
+    uint64_t r = LOAD(&e->reader);
+    uint32_t idx = (uint32_t)r;
+    if (!idx || idx > TW_TK_SLOTS || now - LOAD(&e->born) > PEND_WOKEN_MAX_NS) return 0;
+    tw_tk_slot *s = &k->slots[idx - 1];
+    int32_t tid = (int32_t)(r >> 32);
+    uint32_t st = LOAD(&s->state);
+    if (LOAD(&s->tid) != tid || (st != TW_SLOT_BLOCK && st != TW_SLOT_TWAIT && st != TW_SLOT_LOST)) return 0;
+    return tw_tk_task_state(LOAD(&s->pid), tid) == 'R';
+}
+
 /* The minimum over running clocks and waiting deadlines of threads not in process skip_pid (0: none; with
  * feeders, that process's feeder threads count, at their clock when they wait with a deadline), and the
  * stamps of messages on their way; *running says whether a running thread (or a message) set it. The
  * caller's own slot needs no exclusion: it is at its time t when it looks, or asleep with deadline t. */
-static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, int *running) {
+static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, int *running, int *who) {
     uint64_t lo = UINT64_MAX;
     *running = 0;
+    if (who) *who = -1;
     uint32_t hi = LOAD(&k->hiwater);
     for (uint32_t i = 0; i < hi; i++) {
         tw_tk_slot *s = &k->slots[i];
@@ -184,7 +205,7 @@ static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, int 
             c = LOAD(&s->deadline); if (c < lo) *running = 0; break;
         default: continue;   /* FREE, BLOCK, LOST: nothing it does can come before it is woken */
         }
-        if (c < lo) lo = c;
+        if (c < lo) { lo = c; if (who) *who = (int)i; }
     }
     /* a message on its way to a reader that will act at its stamp, as a running thread would */
     if (LOAD(&k->npend)) {
@@ -194,29 +215,51 @@ static uint64_t scan_except(tw_tk_shared *k, int32_t skip_pid, int feeders, int 
             uint64_t key = LOAD(&e->key);
             if (!key) continue;
             if (now >= LOAD(&e->until)) {
-                if (pend_free(k, e, key)) __atomic_add_fetch(&k->holds_expired, 1, __ATOMIC_RELAXED);
-                continue;
+                if (reader_woken(k, e, now)) {
+                    STORE(&e->until, now + PEND_RECHECK_NS);
+                } else {
+                    if (pend_free(k, e, key)) __atomic_add_fetch(&k->holds_expired, 1, __ATOMIC_RELAXED);
+                    continue;
+                }
             }
             uint64_t c = LOAD(&e->stamp);
-            if (c < lo) { lo = c; *running = 1; }
+            if (c < lo) { lo = c; *running = 1; if (who) *who = TW_TK_SLOTS + (int)i; }
         }
     }
     return lo;
 }
 
-static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, 0, running); }
+static uint64_t scan(tw_tk_shared *k, int *running) { return scan_except(k, 0, 0, running, NULL); }
 
 /* The earliest virtual time at which a thread of a process other than pid can still act (running: its
  * clock; waiting: its deadline; blocked: none), or a message on its way to another reader can be taken:
  * what a thread of pid may still receive from elsewhere before then has been sent. */
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid) {
     int running;
-    return scan_except(k, pid, 0, &running);
+    return scan_except(k, pid, 0, &running, NULL);
 }
 
 uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid) {
     int running;
-    return scan_except(k, pid, 1, &running);
+    return scan_except(k, pid, 1, &running, NULL);
+}
+
+/* What holds tw_tk_inputs_lo(k, pid) where it is, in words (a diagnostic for a wait that ran out). */
+void tw_tk_describe_inputs_lo(tw_tk_shared *k, int32_t pid, char *buf, size_t n) {
+    int running, who;
+    uint64_t lo = scan_except(k, pid, 1, &running, &who);
+    if (who < 0) { snprintf(buf, n, "nothing (%llu)", (unsigned long long)lo); return; }
+    if (who >= TW_TK_SLOTS) {
+        snprintf(buf, n, "a message on its way at %.3f ms", lo / 1e6);
+        return;
+    }
+    tw_tk_slot *s = &k->slots[who];
+    static const char *names[] = {"free", "running", "sleeping", "in a timed wait", "blocked", "blocked-unknown"};
+    uint32_t st = LOAD(&s->state);
+    snprintf(buf, n, "thread %d of pid %d, %s%s at %.3f ms (clock %.3f, extrapolated %.3f, deadline %.3f)",
+             (int)LOAD(&s->tid), (int)LOAD(&s->pid), st < 6 ? names[st] : "?",
+             LOAD(&s->flags) & TW_SLOT_FEEDER ? " (a feeder)" : "", lo / 1e6, LOAD(&s->clock) / 1e6,
+             LOAD(&s->ext) / 1e6, LOAD(&s->deadline) / 1e6);
 }
 
 int tw_tk_process_acts_by(tw_tk_shared *k, int32_t pid, uint64_t t, uint64_t *run_hi) {
@@ -323,6 +366,7 @@ void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
         if (__atomic_compare_exchange_n(&oldest->key, &prev, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
             STORE(&oldest->stamp, t + 1);
             STORE(&oldest->first, t + 1);
+            STORE(&oldest->reader, 0);
         }
     }
 }
@@ -370,6 +414,9 @@ void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until) {
         if (LOAD(&free_e->key) != 0) continue;
         STORE(&free_e->stamp, t);
         STORE(&free_e->until, until);
+        STORE(&free_e->born, tw_tk_real_ns());
+        tw_tk_msg *m = msg_find(k, key);
+        STORE(&free_e->reader, m ? LOAD(&m->reader) : 0);
         if (__atomic_compare_exchange_n(&free_e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
             __atomic_add_fetch(&k->npend, 1, __ATOMIC_ACQ_REL);
             __atomic_add_fetch(&k->changes, 1, __ATOMIC_RELAXED);
@@ -385,9 +432,34 @@ static int pend_free(tw_tk_shared *k, tw_tk_pend *e, uint64_t key) {
     return 1;
 }
 
-void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key) {
+static inline uint64_t reader_word(tw_tk_shared *k, const tw_tk_slot *r) {
+    return (uint64_t)(uint32_t)LOAD(&r->tid) << 32 | (uint64_t)(r - k->slots + 1);
+}
+
+void tw_tk_msg_watch(tw_tk_shared *k, uint64_t key, const tw_tk_slot *reader) {
+    if (!key) return;
+    uint64_t w = reader_word(k, reader);
+    uint32_t h = msg_home(key);
+    for (uint32_t i = 0; i < MSG_PROBES; i++) {
+        tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
+        uint64_t cur = LOAD(&e->key);
+        if (cur == 0) {
+            uint64_t zero = 0;
+            if (__atomic_compare_exchange_n(&e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cur = key;
+            else cur = zero;
+        }
+        if (cur != key) continue;
+        if (LOAD(&e->reader) != w) STORE(&e->reader, w);
+        return;
+    }
+}
+
+void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key, const tw_tk_slot *reader) {
     tw_tk_msg *m = msg_find(k, key);
-    if (m) STORE(&m->first, 0);   /* what comes next is new to the reader */
+    if (m) {
+        STORE(&m->first, 0);   /* what comes next is new to the reader */
+        if (reader) STORE(&m->reader, reader_word(k, reader));
+    }
     if (!key || !LOAD(&k->npend)) return;
     for (uint32_t i = 0; i < TW_TK_PENDS; i++)
         if (LOAD(&k->pends[i].key) == key) pend_free(k, &k->pends[i], key);

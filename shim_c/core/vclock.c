@@ -319,6 +319,9 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
         publish(t);
     }
     if (s && tw_tk) {
+        /* the keeper's extrapolation of the thread's last run (CPU it ran charge-paused included) is not
+         * this one's */
+        __atomic_store_n(&s->ext, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&s->cpu, thread_cpu_last, __ATOMIC_RELAXED);
         __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
         __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
@@ -422,6 +425,15 @@ int tw_sync_inputs(void) {
         sync_inputs_cap_ns = v && *v ? (int64_t)(atof(v) * 1000) : 500000000;
     }
     int r = tw_tk_wait_inputs(s, t, sync_inputs_cap_ns);
+    if (r == 1) {   /* a feeder or another process held it back that long: name which, a few times */
+        static _Atomic int logged;
+        if (atomic_fetch_add(&logged, 1) < 5) {
+            char what[256];
+            tw_tk_describe_inputs_lo(tw_tk, __atomic_load_n(&s->pid, __ATOMIC_RELAXED), what, sizeof what);
+            tw_log("pid %d: waited %.0f ms of real time for its inputs to reach %.3f ms (TIMEWARP_SYNC_INPUTS_US), held "
+                   "by %s", (int)getpid(), sync_inputs_cap_ns / 1e6, t / 1e6, what);
+        }
+    }
     resume_at(s, t);
     return r == 1 ? 2 : 1;
 }
@@ -481,6 +493,23 @@ static int thread_runs_python(void) {
         __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
     }
     return !this_state || this_state() != NULL;
+}
+
+/* A waiting thread that the kernel woke takes what it was sent (message.c marks it seen, which ends the
+ * message's hold on the run's clock): its slot says it runs again, at its clock before the wait, first.
+ * Left waiting until tw_tk_wake set it running, the slot held nothing between the two (a blocked thread
+ * holds nothing): a thread of another process, or one of this process's waiting for its feeders (vLLM's
+ * EngineCore), went past the message's time while the reader, preempted on a loaded machine, had not yet
+ * handed it on (tests/progs/feeder_queue.py under two CPU hogs: a drain missed a message 1 ms old). */
+void tw_tk_reader_running(void) {
+    tw_tk_slot *s = keeper_slot();
+    uint32_t st = s ? __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) : TW_SLOT_RUN;
+    if (st != TW_SLOT_BLOCK && st != TW_SLOT_TWAIT) return;   /* LOST: tw_now raises it first */
+    __atomic_store_n(&s->ext, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->clock, thread_now, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
 }
 
 void tw_tk_wake(int how, uint64_t deadline) {

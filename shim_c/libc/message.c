@@ -63,6 +63,7 @@
 __attribute__((weak)) void tw_tk_msg_sent(uint64_t key, int hold) { (void)key; (void)hold; }
 __attribute__((weak)) int tw_tk_msg_at(uint64_t key, uint64_t *t) { (void)key; (void)t; return 0; }
 __attribute__((weak)) int tw_tk_msg_first_at(uint64_t key, uint64_t *t) { (void)key; (void)t; return 0; }
+__attribute__((weak)) void tw_tk_msg_reader(uint64_t key) { (void)key; }
 
 
 /* ---------------------------------------------------------------- keys */
@@ -343,6 +344,18 @@ int tw_msg_wake_resolve(uint64_t *t) {
     if (!wake.readable) return TW_WAKE_LOCAL;   /* only writable: buffer space, this side's business */
     *t = wake.at;
     return TW_WAKE_AT;
+}
+
+/* Before a blocking poll: the calling thread is the reader of each tracked descriptor it waits to read, so
+ * that a hold on a channel's first message knows whom to look at (tk_shared.c, reader_woken). */
+void tw_msg_watch_poll(const struct pollfd *fds, unsigned long n) {
+    if (!msg_stamps_on()) return;
+    for (nfds_t i = 0; i < n; i++) {
+        uint64_t kw, kr;
+        uint32_t hold;
+        if (fds[i].fd >= 0 && (fds[i].events & POLLIN) && fd_lookup(fds[i].fd, &kw, &kr, &hold, 0) == FD_TRACKED)
+            tw_tk_msg_reader(kr);
+    }
 }
 
 void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) {

@@ -190,6 +190,7 @@ int tw_libc_real_lock_wait(int wake) TW_HIDDEN;
 struct pollfd;
 struct epoll_event;
 void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) TW_HIDDEN;
+void tw_msg_watch_poll(const struct pollfd *fds, unsigned long n) TW_HIDDEN;
 void tw_msg_wake_select(int n, const void *r, const void *e, int res) TW_HIDDEN;
 void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) TW_HIDDEN;
 /* a non-blocking check at virtual time t: hide what was all written after t (level-triggered only), and

@@ -71,6 +71,7 @@ static int tw_poll_call(void *c, int64_t rel) {
 
 static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const sigset_t *mask) {
     if (rel_ns < 0) {   /* no timeout */
+        tw_msg_watch_poll(fds, n);
         tw_libc_block_begin();
         int r = tw_real.ppoll(fds, n, NULL, mask);
         tw_msg_wake_poll(fds, n, r);
@@ -84,6 +85,7 @@ static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const si
         return 0;
     }
     tw_poll_ctx x = {fds, n, mask, 0};
+    tw_msg_watch_poll(fds, n);
     tw_libc_keeper_wait(target, tw_poll_call, &x, TW_WAKE_ANY);
     return x.r;
 }

@@ -35,7 +35,7 @@ extern "C" {
 #endif
 
 #define TW_TK_MAGIC 0x316b63776b747774ull /* "twtkwck1" */
-#define TW_TK_VERSION 5
+#define TW_TK_VERSION 6
 #define TW_TK_SLOTS 2048
 #define TW_TK_COLLS 256
 #define TW_TK_MAX_RANKS 64
@@ -84,16 +84,19 @@ typedef struct tw_tk_msg {
     uint64_t key;
     uint64_t stamp;         /* the latest write's virtual time + 1 (0: none yet) */
     uint64_t first;         /* the earliest write's since the reader last saw the channel, + 1 (0: none) */
-    uint64_t pad;
+    uint64_t reader;        /* the thread that last saw it: slot index + 1 in the low 32 bits, tid above (0: none) */
 } tw_tk_msg;
 
 /* A message written and not yet seen by its reader: until real time `until`, the keeper's clock may not
- * pass its stamp (the reader, about to wake in real time, will act at that virtual time). */
+ * pass its stamp (the reader, about to wake in real time, will act at that virtual time). Past `until`, the
+ * hold goes on while the channel's last reader is woken and not yet running (tk_shared.c, reader_woken). */
 typedef struct tw_tk_pend {
     uint64_t key;           /* 0: free */
     uint64_t stamp;
     int64_t until;          /* real CLOCK_MONOTONIC ns */
-    uint64_t pad;
+    int64_t born;           /* real ns when the hold began */
+    uint64_t reader;        /* the channel's last reader when the hold began (tw_tk_msg.reader) */
+    uint64_t pad[3];
 } tw_tk_pend;
 
 typedef struct tw_tk_shared {
@@ -149,6 +152,7 @@ uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
  * clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of pid may still
  * be handed before then, through memory by a feeder or by message from elsewhere. */
 uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid);
+void tw_tk_describe_inputs_lo(tw_tk_shared *k, int32_t pid, char *buf, size_t n);
 /* Whether a thread on pid's own timeline (not TW_SLOT_OWN) runs, or waits for a deadline at or before t: the
  * process may still act at or before t (shim_c/core/gil.c). *run_hi: the highest clock of its running ones
  * (their last reading, or the keeper's extrapolation of a long computation), 0 if none runs. */
@@ -181,7 +185,9 @@ uint64_t tw_tk_msg_first(tw_tk_shared *k, uint64_t key, int *found);
 /* A message on key at virtual time t holds the keeper's clock until its reader sees it, or until real time
  * `until`; tw_tk_msg_seen: the reader saw what key carried. */
 void tw_tk_msg_hold(tw_tk_shared *k, uint64_t key, uint64_t t, int64_t until);
-void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key);
+void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key, const tw_tk_slot *reader);
+/* reader is about to wait to read key: its entry names it (created without a stamp where there is none) */
+void tw_tk_msg_watch(tw_tk_shared *k, uint64_t key, const tw_tk_slot *reader);
 void tw_tk_coll_lock(tw_tk_shared *k);
 void tw_tk_coll_unlock(tw_tk_shared *k);
 
@@ -194,6 +200,8 @@ tw_tk_slot *tw_tk_thread_slot(uint64_t now);   /* the calling thread's slot, cla
 uint64_t tw_tk_start_clock(void);              /* where a new process's timeline starts */
 void tw_tk_msg_sent(uint64_t key, int hold);   /* this thread writes on channel key now (hold: see pends) */
 int tw_tk_msg_at(uint64_t key, uint64_t *t);   /* 1 and *t: the latest write on key (now seen); 0: none known */
+void tw_tk_msg_reader(uint64_t key);           /* this thread is about to wait to read channel key */
+void tw_tk_reader_running(void);               /* vclock.c: a woken reader marks its slot running before it takes a message */
 int tw_tk_reserve(void);                       /* pthread_create's slot for the new thread (-1: none) */
 void tw_tk_adopt(int slot);                    /* the new thread takes it */
 void tw_tk_unreserve(int slot);                /* the creation failed: give it back */
