@@ -52,11 +52,7 @@ void tw_clock_feeder_thread(void) {
     tw_tk_slot *s = keeper_slot();
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);
 }
-/* A thread that is not Python's (a C++ library's background thread: gloo's socket loop, NCCL's watchdog and
- * heartbeat), resumed from a timed wait that only its timeout ended: it woke to find nothing to do, and that
- * is no event of its process's timeline until something else wakes it (see tw_tk_wake). */
-static __thread int thread_idle_timer;
-static inline int shares_process_clock(void) { return !thread_private && !thread_io_only && !thread_idle_timer; }
+static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
 int tw_clock_on_timeline(void) { return shares_process_clock(); }
 static inline int gil_keeps_clock(void) { return thread_io_only && tw_gil_modelled_thread(); }
 /* native code marked by tw_clock_native: priced by its own pace */
@@ -483,18 +479,6 @@ void tw_tk_block_begin(void) {
  * descriptor, a shared semaphore): no earlier than anything that happened anywhere. The distinction keeps
  * processes that run side by side from dragging each other's clocks forward at every lock hand-over.
  */
-/* Whether the calling thread runs Python (it has a Python thread state); 1 where the program is not Python's.
- * PyGILState_GetThisThreadState reads a thread-specific key: no GIL needed. */
-static int thread_runs_python(void) {
-    static void *(*this_state)(void);
-    static int looked;
-    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
-        this_state = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
-        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
-    }
-    return !this_state || this_state() != NULL;
-}
-
 /* A waiting thread that the kernel woke takes what it was sent (message.c marks it seen, which ends the
  * message's hold on the run's clock): its slot says it runs again, at its clock before the wait, first.
  * Left waiting until tw_tk_wake set it running, the slot held nothing between the two (a blocked thread
@@ -515,12 +499,6 @@ void tw_tk_reader_running(void) {
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
-    /* Why a timeout of a thread that is not Python's does not move its process's timeline: vLLM's EngineCore
-     * holds seven gloo socket loops (10 ms epoll timeouts) and NCCL watchdogs. Their timeouts raised the
-     * process's time while its busy loop was blocked on an empty input queue, and the busy loop, woken by
-     * the next request (a lock hand-over: the process's time), took it 0.5-12 ms (median 2) after it had
-     * reached the engine; the real H200 host took 0.06-0.5 ms (case 1, leases o and p). */
-    thread_idle_timer = how == TW_WAKE_TIMEOUT && !thread_runs_python();
     uint64_t t = how == TW_WAKE_TIMEOUT || how == TW_WAKE_AT ? deadline
                : how == TW_WAKE_LOCAL ? (thread_io_only ? thread_now : atomic_load_explicit(&own_max, memory_order_acquire))
                : atomic_load_explicit(process_now, memory_order_acquire);
