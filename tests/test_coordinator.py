@@ -118,11 +118,11 @@ def test_busy_reader_sees_what_was_sent_before_its_time(wait):
     assert off > 0, off
 
 
-def _feeder_skips(sync: str) -> tuple[list[float], int]:
+def _feeder_skips(sync: str, rounds: int = 10) -> tuple[list[float], int]:
     """tests/progs/feeder_queue.py: for every drain of the queue that came after a message was written and
     did not take it, how long after the write it came (ms); and the messages taken"""
     r = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "run", "--", sys.executable,
-                        str(PROGS / "feeder_queue.py"), sync, "10"], capture_output=True, text=True, timeout=600)
+                        str(PROGS / "feeder_queue.py"), sync, str(rounds)], capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr[-3000:]
     res = json.loads(r.stdout.strip().splitlines()[-1])
     taken = [t for t, n in res["drains"] for _ in range(n)]
@@ -136,11 +136,11 @@ def test_a_feeder_thread_hands_over_each_message_by_its_arrival_time():
     feeder nor another process can still act before its time; no drain then misses a message that arrived
     more than the feeder's decoding (well under 1 ms) before it. Without the wait (the program's SYNC=0),
     the feeder, short of the GIL, queues messages several virtual ms late: drains 1-9 ms after a write
-    missed it in every run tried."""
+    missed it in most runs of 10 messages (not in 1 of 12 in CI, twenty-first session), so the control sends 30."""
     skips, got = _feeder_skips("1")
     assert got == 10 and not [s for s in skips if s > 1.0], (skips, got)
-    skips, got = _feeder_skips("0")
-    assert got == 10 and max(skips, default=0) > 1.0, (skips, got)
+    skips, got = _feeder_skips("0", 30)
+    assert got == 30 and max(skips, default=0) > 1.0, (skips, got)
 
 
 def _future_data_early_sightings(wait: str, sync: str) -> tuple[int, int]:
