@@ -31,6 +31,20 @@ def summary(rtts: list[float], cpu_a: float, cpu_b: float) -> dict:
             "cpu_us_per_rtt": [round(cpu_a / len(rtts) * 1e6, 2), round(cpu_b / len(rtts) * 1e6, 2)]}
 
 
+def ping(send, recv, gap: float, n: int = N) -> tuple[list[float], float]:
+    """n round trips (each after `gap` s of sleep when gap > 0): the round trips' s, and this thread's CPU s"""
+    rtts = []
+    c = time.thread_time()
+    for _ in range(n):
+        if gap:
+            time.sleep(gap)
+        s = time.perf_counter()
+        send()
+        recv()
+        rtts.append(time.perf_counter() - s)
+    return rtts, time.thread_time() - c
+
+
 def threads_queue(gap: float) -> dict:
     """two threads, one queue.Queue each way (vLLM's input thread to its busy loop)"""
     a, b = queue.Queue(), queue.Queue()
@@ -44,16 +58,7 @@ def threads_queue(gap: float) -> dict:
 
     t = threading.Thread(target=echo)
     t.start()
-    rtts = []
-    c = time.thread_time()
-    for _ in range(N):
-        if gap:
-            time.sleep(gap)
-        s = time.perf_counter()
-        a.put(1)
-        b.get()
-        rtts.append(time.perf_counter() - s)
-    cpu_a = time.thread_time() - c
+    rtts, cpu_a = ping(lambda: a.put(1), b.get, gap)
     t.join()
     return summary(rtts, cpu_a, cpu_b[0])
 
@@ -75,16 +80,7 @@ def processes_fd(kind: str, gap: float) -> dict:
             os.write(w2, b"x")
         os.write(w2, str(time.thread_time() - c).encode().ljust(32))
         os._exit(0)
-    rtts = []
-    c = time.thread_time()
-    for _ in range(N):
-        if gap:
-            time.sleep(gap)
-        s = time.perf_counter()
-        os.write(w1, b"x")
-        os.read(r2, 1)
-        rtts.append(time.perf_counter() - s)
-    cpu_a = time.thread_time() - c
+    rtts, cpu_a = ping(lambda: os.write(w1, b"x"), lambda: os.read(r2, 1), gap)
     cpu_b = float(os.read(r2, 32))
     os.waitpid(pid, 0)
     return summary(rtts, cpu_a, cpu_b)
@@ -111,16 +107,7 @@ def processes_zmq(gap: float) -> dict | None:
     s.bind(addr)
     s.send(b"x")
     s.recv()   # connected
-    rtts = []
-    c = time.thread_time()
-    for _ in range(N - 1):
-        if gap:
-            time.sleep(gap)
-        t = time.perf_counter()
-        s.send(b"x")
-        s.recv()
-        rtts.append(time.perf_counter() - t)
-    cpu_a = time.thread_time() - c
+    rtts, cpu_a = ping(lambda: s.send(b"x"), s.recv, gap, N - 1)
     cpu_b = float(s.recv())
     os.waitpid(pid, 0)
     s.close()
