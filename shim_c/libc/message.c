@@ -350,12 +350,14 @@ int tw_msg_wake_resolve(uint64_t *t) {
  * that a hold on a channel's first message knows whom to look at (tk_shared.c, reader_woken). */
 void tw_msg_watch_poll(const struct pollfd *fds, unsigned long n) {
     if (!msg_stamps_on()) return;
+    tw_libc_bookkeeping_begin();
     for (nfds_t i = 0; i < n; i++) {
         uint64_t kw, kr;
         uint32_t hold;
         if (fds[i].fd >= 0 && (fds[i].events & POLLIN) && fd_lookup(fds[i].fd, &kw, &kr, &hold, 0) == FD_TRACKED)
             tw_tk_msg_reader(kr);
     }
+    tw_libc_bookkeeping_end();
 }
 
 void tw_msg_wake_poll(const struct pollfd *fds, unsigned long n, int r) {
