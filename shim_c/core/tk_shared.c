@@ -244,6 +244,17 @@ uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid) {
     return scan_except(k, pid, 1, &running, NULL);
 }
 
+const char *tw_tk_state_name(uint32_t st) {
+    switch (st) {
+    case TW_SLOT_RUN: return "run";
+    case TW_SLOT_SLEEP: return "sleep";
+    case TW_SLOT_TWAIT: return "timed-wait";
+    case TW_SLOT_BLOCK: return "blocked";
+    case TW_SLOT_LOST: return "blocked-unknown";
+    default: return "free";
+    }
+}
+
 /* What holds tw_tk_inputs_lo(k, pid) where it is, in words (a diagnostic for a wait that ran out). */
 void tw_tk_describe_inputs_lo(tw_tk_shared *k, int32_t pid, char *buf, size_t n) {
     int running, who;
@@ -254,10 +265,8 @@ void tw_tk_describe_inputs_lo(tw_tk_shared *k, int32_t pid, char *buf, size_t n)
         return;
     }
     tw_tk_slot *s = &k->slots[who];
-    static const char *names[] = {"free", "running", "sleeping", "in a timed wait", "blocked", "blocked-unknown"};
-    uint32_t st = LOAD(&s->state);
-    snprintf(buf, n, "thread %d of pid %d, %s%s at %.3f ms (clock %.3f, extrapolated %.3f, deadline %.3f)",
-             (int)LOAD(&s->tid), (int)LOAD(&s->pid), st < 6 ? names[st] : "?",
+    snprintf(buf, n, "thread %d of pid %d, state %s%s, at %.3f ms (clock %.3f, extrapolated %.3f, deadline %.3f)",
+             (int)LOAD(&s->tid), (int)LOAD(&s->pid), tw_tk_state_name(LOAD(&s->state)),
              LOAD(&s->flags) & TW_SLOT_FEEDER ? " (a feeder)" : "", lo / 1e6, LOAD(&s->clock) / 1e6,
              LOAD(&s->ext) / 1e6, LOAD(&s->deadline) / 1e6);
 }
@@ -337,11 +346,12 @@ void tw_tk_abort(tw_tk_shared *k, const char *reason) {
 #define MSG_PROBES 64
 static inline uint32_t msg_home(uint64_t key) { return (uint32_t)((key * 0x9e3779b97f4a7c15ull) >> 51) & (TW_TK_MSGS - 1); }
 
-void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
-    if (!key) return;
+/* key's entry, claimed where its probe window has a free one; NULL when the window is full, with *oldest (if
+ * asked) the entry in it written longest ago */
+static tw_tk_msg *msg_claim(tw_tk_shared *k, uint64_t key, tw_tk_msg **oldest) {
     uint32_t h = msg_home(key);
-    tw_tk_msg *oldest = NULL;
     uint64_t oldest_stamp = UINT64_MAX;
+    if (oldest) *oldest = NULL;
     for (uint32_t i = 0; i < MSG_PROBES; i++) {
         tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
         uint64_t cur = LOAD(&e->key);
@@ -350,11 +360,17 @@ void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
             if (!__atomic_compare_exchange_n(&e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cur = zero;
             else cur = key;
         }
-        if (cur != key) {
-            uint64_t st = LOAD(&e->stamp);
-            if (st < oldest_stamp) { oldest_stamp = st; oldest = e; }
-            continue;
-        }
+        if (cur == key) return e;
+        uint64_t st = LOAD(&e->stamp);
+        if (oldest && st < oldest_stamp) { oldest_stamp = st; *oldest = e; }
+    }
+    return NULL;
+}
+
+void tw_tk_msg_stamp(tw_tk_shared *k, uint64_t key, uint64_t t) {
+    if (!key) return;
+    tw_tk_msg *oldest, *e = msg_claim(k, key, &oldest);
+    if (e) {
         uint64_t v = t + 1, g = LOAD(&e->stamp);
         while (g < v && !__atomic_compare_exchange_n(&e->stamp, &g, v, 1, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {}
         uint64_t f = LOAD(&e->first);   /* the earliest unseen write (writers of one channel race rarely) */
@@ -439,19 +455,8 @@ static inline uint64_t reader_word(tw_tk_shared *k, const tw_tk_slot *r) {
 void tw_tk_msg_watch(tw_tk_shared *k, uint64_t key, const tw_tk_slot *reader) {
     if (!key) return;
     uint64_t w = reader_word(k, reader);
-    uint32_t h = msg_home(key);
-    for (uint32_t i = 0; i < MSG_PROBES; i++) {
-        tw_tk_msg *e = &k->msgs[(h + i) & (TW_TK_MSGS - 1)];
-        uint64_t cur = LOAD(&e->key);
-        if (cur == 0) {
-            uint64_t zero = 0;
-            if (__atomic_compare_exchange_n(&e->key, &zero, key, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) cur = key;
-            else cur = zero;
-        }
-        if (cur != key) continue;
-        if (LOAD(&e->reader) != w) STORE(&e->reader, w);
-        return;
-    }
+    tw_tk_msg *e = msg_claim(k, key, NULL);
+    if (e && LOAD(&e->reader) != w) STORE(&e->reader, w);
 }
 
 void tw_tk_msg_seen(tw_tk_shared *k, uint64_t key, const tw_tk_slot *reader) {

@@ -303,6 +303,16 @@ static inline tw_tk_slot *keeper_slot(void) {
     return tw_tk && !thread_private ? tw_tk_thread_slot(thread_now) : NULL;
 }
 
+/* Slot s runs again, at clock t. The keeper's extrapolation of the thread's last run (CPU it ran
+ * charge-paused included) is not this one's. */
+static void slot_running(tw_tk_slot *s, uint64_t t) {
+    __atomic_store_n(&s->ext, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
+}
+
 /* The thread resumes at virtual time t after a wait: the CPU the waiting cost here is not charged. */
 static void resume_at(tw_tk_slot *s, uint64_t t) {
     if (t < thread_now) t = thread_now;
@@ -315,14 +325,8 @@ static void resume_at(tw_tk_slot *s, uint64_t t) {
         publish(t);
     }
     if (s && tw_tk) {
-        /* the keeper's extrapolation of the thread's last run (CPU it ran charge-paused included) is not
-         * this one's */
-        __atomic_store_n(&s->ext, 0, __ATOMIC_RELAXED);
         __atomic_store_n(&s->cpu, thread_cpu_last, __ATOMIC_RELAXED);
-        __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
-        __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
-        __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
+        slot_running(s, t);
     }
 }
 
@@ -489,11 +493,7 @@ void tw_tk_reader_running(void) {
     tw_tk_slot *s = keeper_slot();
     uint32_t st = s ? __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) : TW_SLOT_RUN;
     if (st != TW_SLOT_BLOCK && st != TW_SLOT_TWAIT) return;   /* LOST: tw_now raises it first */
-    __atomic_store_n(&s->ext, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->clock, thread_now, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
-    __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
-    __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
+    slot_running(s, thread_now);
 }
 
 void tw_tk_wake(int how, uint64_t deadline) {

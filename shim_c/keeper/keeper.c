@@ -162,17 +162,6 @@ EXPORT void tw_keeper_native_layout(long *on, long *milli, long *mean) {
     *mean = (long)offsetof(tw_tk_shared, native_mean);
 }
 
-static const char *state_name(uint32_t st) {
-    switch (st) {
-    case TW_SLOT_RUN: return "run";
-    case TW_SLOT_SLEEP: return "sleep";
-    case TW_SLOT_TWAIT: return "timed-wait";
-    case TW_SLOT_BLOCK: return "blocked";
-    case TW_SLOT_LOST: return "blocked-unknown";
-    default: return "free";
-    }
-}
-
 /* A JSON snapshot of the keeper's state; returns the length it needed (the output is cut at len). */
 EXPORT int tw_keeper_status(tw_tk_shared *k, char *buf, int len) {
     int n = 0;
@@ -188,7 +177,7 @@ EXPORT int tw_keeper_status(tw_tk_shared *k, char *buf, int len) {
         int32_t tid = LOAD(&s->tid);
         if (!tid) continue;
         OUT("%s{\"pid\": %d, \"tid\": %d, \"state\": \"%s\", \"clock_ns\": %llu, \"deadline_ns\": %llu}",
-            first ? "" : ", ", s->pid, tid, state_name(LOAD(&s->state)), (unsigned long long)LOAD(&s->clock),
+            first ? "" : ", ", s->pid, tid, tw_tk_state_name(LOAD(&s->state)), (unsigned long long)LOAD(&s->clock),
             (unsigned long long)LOAD(&s->deadline));
         first = 0;
     }

@@ -4,7 +4,8 @@ EngineCore: its gloo process groups' socket loops time out every few ms while it
 queue, and their timeouts move the process's timeline (shim_c/core/vclock.c, tw_tk_wake). Measured with the
 current shim: messages taken up to 25 ms after the feeder put them, in 4 of 6 runs of 20 messages. A fix that
 kept those timeouts off the timeline (twentieth session, docs/VLLM.md) brought that to 0.04-0.11 ms, and was
-reverted after vLLM's TP=2 test hung once in CI with it.
+reverted after vLLM's TP=2 test hung in CI with it (twice in four full runs, twentieth and twenty-first
+sessions).
 
 A writer (a child process) sends ROUNDS messages, each after sleeping GAP virtual seconds, each carrying its
 send time. In the reader, a gloo process group of one rank starts gloo's socket loop; a feeder thread (its own

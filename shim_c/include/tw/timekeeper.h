@@ -153,6 +153,7 @@ uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
  * be handed before then, through memory by a feeder or by message from elsewhere. */
 uint64_t tw_tk_inputs_lo(tw_tk_shared *k, int32_t pid);
 void tw_tk_describe_inputs_lo(tw_tk_shared *k, int32_t pid, char *buf, size_t n);
+const char *tw_tk_state_name(uint32_t state);   /* a slot state's name (the keeper's status, diagnostics) */
 /* Whether a thread on pid's own timeline (not TW_SLOT_OWN) runs, or waits for a deadline at or before t: the
  * process may still act at or before t (shim_c/core/gil.c). *run_hi: the highest clock of its running ones
  * (their last reading, or the keeper's extrapolation of a long computation), 0 if none runs. */
