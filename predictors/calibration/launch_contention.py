@@ -98,7 +98,8 @@ def idle_ramp(x: torch.Tensor, reps: int = 15, chunks: int = 8, per: int = 40) -
     for idle in (0.0, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.2):
         per_chunk = [[] for _ in range(chunks)]
         for _ in range(reps):
-            time.sleep(idle) if idle else None
+            if idle:
+                time.sleep(idle)
             for j in range(chunks):
                 per_chunk[j].append(launch_loop(x, per)[0])
         out[idle] = [round(statistics.median(c) * 1e6, 1) for c in per_chunk]
