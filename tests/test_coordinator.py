@@ -106,12 +106,13 @@ def _busy_reader_misses(wait: str, sync: str) -> tuple[int, int]:
     return misses, res["got"]
 
 
-@pytest.mark.parametrize("wait", ["poll", "epoll"])
+@pytest.mark.parametrize("wait", ["poll", "epoll", "epoll-oneshot"])
 def test_busy_reader_sees_what_was_sent_before_its_time(wait):
     """shim_c/libc/wait.c: a non-blocking check at virtual time t first waits until no thread of any process
     can act before t, so it finds every message written before t, however late the writer ran in real time.
     Switched off (TIMEWARP_POLL_SYNC=0), the reader's checks miss messages that were due (hundreds of them:
-    it computes ahead while the writer, woken at its deadline, has not yet run)."""
+    it computes ahead while the writer, woken at its deadline, has not yet run). With EPOLLONESHOT (re-armed by
+    the program after each report) no report may be held back or lost: the kernel makes it once."""
     misses, got = _busy_reader_misses(wait, "1")
     assert misses == 0 and got == 10, (misses, got)
     off, _ = _busy_reader_misses(wait, "0")
@@ -134,13 +135,14 @@ def test_a_feeder_thread_hands_over_each_message_by_its_arrival_time():
     """shim_c/core/vclock.c, tw_sync_inputs (vLLM's EngineCore input thread and its queue): a thread that
     drains a queue a feeder thread fills from a socket first waits, with the GIL released, until neither the
     feeder nor another process can still act before its time; no drain then misses a message that arrived
-    more than the feeder's decoding (well under 1 ms) before it. Without the wait (the program's SYNC=0),
-    the feeder, short of the GIL, queues messages several virtual ms late: drains 1-9 ms after a write
-    missed it in most runs of 10 messages (not in 1 of 12 in CI, twenty-first session), so the control sends 30."""
+    more than the feeder's decoding before it (well under 1 ms; 1.04 ms once in CI: 2 ms allowed). Without
+    the wait (the program's SYNC=0), the feeder, short of the GIL, queues messages several virtual ms late:
+    drains 1-9 ms after a write missed it in most runs of 10 messages (not in 1 of 12 in CI, twenty-first
+    session), so the control sends 30 (the longest miss 4.1-8.8 ms in six runs)."""
     skips, got = _feeder_skips("1")
-    assert got == 10 and not [s for s in skips if s > 1.0], (skips, got)
+    assert got == 10 and not [s for s in skips if s > 2.0], (skips, got)
     skips, got = _feeder_skips("0", 30)
-    assert got == 30 and max(skips, default=0) > 1.0, (skips, got)
+    assert got == 30 and max(skips, default=0) > 2.0, (skips, got)
 
 
 def _future_data_early_sightings(wait: str, sync: str) -> tuple[int, int]:

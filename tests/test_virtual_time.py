@@ -238,9 +238,12 @@ def test_launches_block_once_the_stream_queue_is_full():
     run = run_emulated(code)
     assert run.rc == 0, run.stderr[-4000:]
     r = run.result
-    assert r["slow"] == [1015, 1017, 1019, 1021], r
+    # the 1016th waits for the first GEMM (its rest: 13 ms here), the 1018th, 1020th and 1022nd one GEMM each
+    # (25 ms); no other add waits that long (a host stall charged to one add, 1.5 ms once in CI, is no block)
+    blocked = [(i, w) for i, w in zip(r["slow"], r["waits_ms"]) if w > 10 or i == 1015]
+    assert [i for i, _ in blocked] == [1015, 1017, 1019, 1021], r
     # each later blocked launch waits one GEMM; the loop lasts at least as long as the GEMMs
-    assert all(w == pytest.approx(r["gemm_ms"] / 4, rel=0.1) for w in r["waits_ms"][1:]), r
+    assert all(w == pytest.approx(r["gemm_ms"] / 4, rel=0.1) for _, w in blocked[1:]), r
     assert r["loop_ms"] >= r["gemm_ms"], r
 
 

@@ -431,6 +431,16 @@ static int ep_event_fd(int epfd, const struct epoll_event *ev, int *level) {
     return fd;
 }
 
+/* Whether any of r events was registered edge-triggered or one-shot: the kernel reports those once. */
+int tw_msg_epoll_once(int epfd, const struct epoll_event *ev, int r) {
+    for (int i = 0; i < r; i++) {
+        int level;
+        (void)ep_event_fd(epfd, &ev[i], &level);
+        if (!level) return 1;
+    }
+    return 0;
+}
+
 void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) {
     tw_msg_wake_reset();
     if (r < 0) { tw_msg_wake_unknown(); return; }

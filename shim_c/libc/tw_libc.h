@@ -197,6 +197,7 @@ void tw_msg_wake_epoll(int epfd, const struct epoll_event *ev, int r) TW_HIDDEN;
  * take what is still reported into the wake-up (as tw_msg_wake_poll/epoll do) */
 int tw_msg_view_poll(struct pollfd *fds, unsigned long n, int r, uint64_t t) TW_HIDDEN;
 int tw_msg_view_epoll(int epfd, struct epoll_event *ev, int r, uint64_t t) TW_HIDDEN;
+int tw_msg_epoll_once(int epfd, const struct epoll_event *ev, int r) TW_HIDDEN;
 int tw_msg_wake_resolve(uint64_t *t) TW_HIDDEN;
 void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) TW_HIDDEN;
 /* Descriptors first..last were closed (a path other than close(): their keys are stale). */

@@ -104,6 +104,8 @@ typedef struct {
     int (*view)(void *x, int r, uint64_t t);    /* drop what was all written after t, look the rest up
                                                  * (marks it seen); the count left */
     void (*wake)(void *x, int r);               /* look the reported descriptors up (the rule off) */
+    int (*once)(void *x, int r);                /* whether the kernel reports any of them only once (NULL:
+                                                 * never) */
 } tw_check_ops;
 
 static int tw_check_now(const tw_check_ops *op, void *x) {
@@ -115,8 +117,11 @@ static int tw_check_now(const tw_check_ops *op, void *x) {
         if (r > 0) { op->wake(x, r); tw_libc_msg_catch_up(); }
     } else {
         for (int pass = 0; pass < 2; pass++) {   /* a second look once the others have caught up */
+            /* not when the first reported an event that the kernel reports once (epoll's EPOLLET or
+             * EPOLLONESHOT): the second call would not report it again, and the program would never see it */
+            int once = r > 0 && op->once && op->once(x, r);
             if (r > 0) { r = op->view(x, r, t); (void)tw_msg_wake_resolve(&at); }
-            if (pass || !tw_tk_sync_now()) break;
+            if (pass || once || !tw_tk_sync_now()) break;
             r = op->call(x);
             if (r < 0) break;
         }
@@ -129,7 +134,7 @@ typedef struct { struct pollfd *fds; nfds_t n; } tw_pollnow_ctx;
 static int pollnow_call(void *c) { tw_pollnow_ctx *x = c; return tw_real.poll(x->fds, x->n, 0); }
 static int pollnow_view(void *c, int r, uint64_t t) { tw_pollnow_ctx *x = c; return tw_msg_view_poll(x->fds, x->n, r, t); }
 static void pollnow_wake(void *c, int r) { tw_pollnow_ctx *x = c; tw_msg_wake_poll(x->fds, x->n, r); }
-static const tw_check_ops pollnow_ops = {pollnow_call, pollnow_view, pollnow_wake};
+static const tw_check_ops pollnow_ops = {pollnow_call, pollnow_view, pollnow_wake, NULL};
 
 static int tw_poll_now(struct pollfd *fds, nfds_t n) {
     tw_pollnow_ctx x = {fds, n};
@@ -140,7 +145,8 @@ typedef struct { int epfd; struct epoll_event *ev; int max; const sigset_t *mask
 static int epollnow_call(void *c) { tw_epollnow_ctx *x = c; return tw_real.epoll_pwait(x->epfd, x->ev, x->max, 0, x->mask); }
 static int epollnow_view(void *c, int r, uint64_t t) { tw_epollnow_ctx *x = c; return tw_msg_view_epoll(x->epfd, x->ev, r, t); }
 static void epollnow_wake(void *c, int r) { tw_epollnow_ctx *x = c; tw_msg_wake_epoll(x->epfd, x->ev, r); }
-static const tw_check_ops epollnow_ops = {epollnow_call, epollnow_view, epollnow_wake};
+static int epollnow_once(void *c, int r) { tw_epollnow_ctx *x = c; return tw_msg_epoll_once(x->epfd, x->ev, r); }
+static const tw_check_ops epollnow_ops = {epollnow_call, epollnow_view, epollnow_wake, epollnow_once};
 
 static int tw_epoll_now(int epfd, struct epoll_event *ev, int max, const sigset_t *mask) {
     tw_epollnow_ctx x = {epfd, ev, max, mask};

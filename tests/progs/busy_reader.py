@@ -7,7 +7,7 @@ in short slices and checks the channel between them without waiting (poll or epo
 asyncio loop with work to do does), draining what it finds; it records each check's virtual time and
 whether data was there.
 
-    busy_reader.py CHANNEL WAIT [ROUNDS]      CHANNEL: pipe | unix; WAIT: poll | epoll
+    busy_reader.py CHANNEL WAIT [ROUNDS]      CHANNEL: pipe | unix; WAIT: poll | epoll | epoll-oneshot
 Prints one JSON line: the writes' times and, per check, [time, saw data].
 """
 import json
