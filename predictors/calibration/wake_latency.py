@@ -10,6 +10,7 @@ EngineCore's input thread (three hand-overs: the API server's loop, ZMQ's I/O th
 the CPU time of the calls around it.
 
     python3 predictors/calibration/wake_latency.py OUT.json
+WAKE_N: round trips per kind (2000); WAKE_ZMQ=0 leaves ZMQ out.
 """
 import json
 import os
@@ -21,7 +22,7 @@ import threading
 import time
 from pathlib import Path
 
-N = 2000
+N = int(os.environ.get("WAKE_N", "2000"))   # round trips per kind and gap
 
 
 def summary(rtts: list[float], cpu_a: float, cpu_b: float) -> dict:
@@ -87,6 +88,8 @@ def processes_fd(kind: str, gap: float) -> dict:
 
 
 def processes_zmq(gap: float) -> dict | None:
+    if os.environ.get("WAKE_ZMQ") == "0":
+        return None
     try:
         import zmq
     except ImportError:
@@ -101,6 +104,8 @@ def processes_zmq(gap: float) -> dict | None:
         for _ in range(N):
             s.send(s.recv())
         s.send(str(time.thread_time() - c).encode())
+        s.close(linger=5000)   # ZMQ's I/O thread sends it: _exit at once lost it, and the parent waited forever
+        ctx.term()
         os._exit(0)
     ctx = zmq.Context()
     s = ctx.socket(zmq.PAIR)
