@@ -6,6 +6,8 @@ passed through memory carries none. These helpers give it one where a program's 
   thread that takes data from elsewhere (a socket) and hands it to its process's other threads;
 - TimedQueue: a queue.Queue whose items carry the time they were put at; whoever takes one is raised to it
   (tw_clock_raise), as a reader woken by a message resumes at its stamp;
+- idle_timers_private(): background threads that are not Python's no longer move the process's timeline
+  when their timed waits run out (vLLM's idle EngineCore and its gloo socket loops);
 - sync_inputs(): before a thread looks at what feeders may have queued for it without blocking (a busy
   loop's check between steps), it waits until neither a feeder of its process nor a thread of another
   process can still act before its time (tw_sync_inputs). A ctypes call: Python's GIL is released while
@@ -67,6 +69,13 @@ class TimedQueue(queue.Queue):
 def become_feeder() -> None:
     """The calling thread keeps its own clock and feeds its process through memory."""
     core().tw_clock_feeder_thread()
+
+
+def idle_timers_private() -> None:
+    """From now on, a timeout of a thread of this process that is not Python's (gloo's socket loops, NCCL's
+    watchdogs) does not move the process's timeline (tw_clock_idle_timers_private): an idle process woken by
+    a request takes it at the request's time, not at its background threads' last timeout."""
+    core().tw_clock_idle_timers_private()
 
 
 def sync_inputs() -> int:

@@ -13,14 +13,16 @@ How: the thread becomes a feeder (own clock: woken by a request, it resumes at t
 its queue becomes a TimedQueue (the busy loop is raised to each request's time as it takes it: an idle
 loop, blocked on the queue, would otherwise resume at its own earlier time; woken so, it also waits for its
 inputs before it drains the rest), and a busy loop waits for its inputs (sync_inputs) before it drains the
-queue between steps. TIMEWARP_VLLM_INPUT_CLOCK=0 turns this off.
+queue between steps. TIMEWARP_VLLM_INPUT_CLOCK=0 turns this off. With TIMEWARP_VLLM_IDLE_TIMERS=1, where the
+engine holds the model's only rank, its gloo socket loops' timeouts are kept off its timeline
+(thread_clock.idle_timers_private).
 """
 from __future__ import annotations
 
 import os
 import queue
 
-from ..thread_clock import TimedQueue, become_feeder, sync_inputs
+from ..thread_clock import TimedQueue, become_feeder, idle_timers_private, sync_inputs
 from ._hooks import wrap_method
 
 
@@ -29,6 +31,15 @@ def _make(orig):
         if type(self.input_queue) is queue.Queue:   # nothing is on it before this thread runs
             self.input_queue.__class__ = TimedQueue
         become_feeder()
+        # The engine's gloo socket loops time out every 10 ms; on its timeline, they raise an idle engine's
+        # time, and it takes each request about 2 ms late (case 1: real 0.1 ms). Not by default: without that
+        # delay, cases 1-6 came out further from the real H200 (docs/VLLM.md, twenty-second session). Only
+        # where the engine holds the only rank: with peers (TP=2), vLLM's start-up hung with the rule in every
+        # process (2 of 8 full test-suite runs; vclock.c, tw_tk_wake).
+        parallel = getattr(getattr(self, "vllm_config", None), "parallel_config", None)
+        if os.environ.get("TIMEWARP_VLLM_IDLE_TIMERS") == "1" and parallel is not None and \
+                parallel.world_size_across_dp == 1:
+            idle_timers_private()
         return orig(self, *args, **kwargs)
     return process_input_sockets
 

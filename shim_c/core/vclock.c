@@ -52,7 +52,16 @@ void tw_clock_feeder_thread(void) {
     tw_tk_slot *s = keeper_slot();
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);
 }
-static inline int shares_process_clock(void) { return !thread_private && !thread_io_only; }
+/* A thread that is not Python's (a C++ library's background thread: gloo's socket loop, NCCL's watchdog and
+ * heartbeat), resumed from a timed wait that only its timeout ended: it woke to find nothing to do, and that
+ * is no event of its process's timeline until something else wakes it (see tw_tk_wake). Only in a process
+ * that asks for it (tw_clock_idle_timers_private; vLLM's EngineCore with TIMEWARP_VLLM_IDLE_TIMERS=1): in
+ * every process, vLLM's TP=2 start-up hung in 2 of 8 full test-suite runs, its ranks' gloo collectives
+ * waiting on each other, for a reason not found. */
+static __thread int thread_idle_timer;
+static _Atomic int idle_timers_private;
+void tw_clock_idle_timers_private(void) { atomic_store_explicit(&idle_timers_private, 1, memory_order_relaxed); }
+static inline int shares_process_clock(void) { return !thread_private && !thread_io_only && !thread_idle_timer; }
 int tw_clock_on_timeline(void) { return shares_process_clock(); }
 static inline int gil_keeps_clock(void) { return thread_io_only && tw_gil_modelled_thread(); }
 /* native code marked by tw_clock_native: priced by its own pace */
@@ -496,9 +505,28 @@ void tw_tk_reader_running(void) {
     slot_running(s, thread_now);
 }
 
+/* Whether the calling thread runs Python (it has a Python thread state); 1 where the program is not Python's.
+ * PyGILState_GetThisThreadState reads a thread-specific key: no GIL needed. */
+static int thread_runs_python(void) {
+    static void *(*this_state)(void);
+    static int looked;
+    if (!__atomic_load_n(&looked, __ATOMIC_ACQUIRE)) {
+        this_state = (void *(*)(void))dlsym(RTLD_DEFAULT, "PyGILState_GetThisThreadState");
+        __atomic_store_n(&looked, 1, __ATOMIC_RELEASE);
+    }
+    return !this_state || this_state() != NULL;
+}
+
 void tw_tk_wake(int how, uint64_t deadline) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
+    /* Why a timeout of a thread that is not Python's need not move its process's timeline: vLLM's EngineCore
+     * holds seven gloo socket loops (10 ms epoll timeouts) and NCCL watchdogs. Their timeouts raised the
+     * process's time while its busy loop was blocked on an empty input queue, and the busy loop, woken by
+     * the next request (a lock hand-over: the process's time), took it 0.5-12 ms (median 2) after it had
+     * reached the engine; the real H200 host took 0.06-0.5 ms (case 1, leases o and p). */
+    thread_idle_timer = how == TW_WAKE_TIMEOUT && atomic_load_explicit(&idle_timers_private, memory_order_relaxed) &&
+                        !thread_runs_python();
     uint64_t t = how == TW_WAKE_TIMEOUT || how == TW_WAKE_AT ? deadline
                : how == TW_WAKE_LOCAL ? (thread_io_only ? thread_now : atomic_load_explicit(&own_max, memory_order_acquire))
                : atomic_load_explicit(process_now, memory_order_acquire);

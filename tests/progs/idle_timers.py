@@ -1,11 +1,10 @@
-"""Reproduction (no test runs it yet): an idle process whose threads that are not Python's wake on their own
-timers should take a request at the request's time, not at the timers'. The pattern of vLLM's idle
-EngineCore: its gloo process groups' socket loops time out every few ms while its busy loop waits on its input
-queue, and their timeouts move the process's timeline (shim_c/core/vclock.c, tw_tk_wake). Measured with the
-current shim: messages taken up to 25 ms after the feeder put them, in 4 of 6 runs of 20 messages. A fix that
-kept those timeouts off the timeline (twentieth session, docs/VLLM.md) brought that to 0.04-0.11 ms, and was
-reverted after vLLM's TP=2 test hung in CI with it (twice in four full runs, twentieth and twenty-first
-sessions).
+"""An idle process whose threads that are not Python's wake on their own timers takes a request at the
+request's time, not at the timers', once it asks for that (thread_clock.idle_timers_private; shim_c/core/
+vclock.c, tw_tk_wake). The pattern of vLLM's idle EngineCore: its gloo process groups' socket loops time out
+every few ms while its busy loop waits on its input queue. Without the request (OFF=1), their timeouts move
+the process's timeline: messages were taken up to 25 ms after the feeder put them, in 4 of 6 runs of 20
+messages; with it, 0.04-0.11 ms (twentieth session). The rule is not on by default: with it in every process,
+vLLM's TP=2 start-up hung in 2 of 8 full test-suite runs (twentieth to twenty-second sessions).
 
 A writer (a child process) sends ROUNDS messages, each after sleeping GAP virtual seconds, each carrying its
 send time. In the reader, a gloo process group of one rank starts gloo's socket loop; a feeder thread (its own
@@ -13,7 +12,7 @@ clock, as vLLM's input thread) takes each message off the socket, decodes it (ab
 puts it on a TimedQueue; the main thread waits on the queue and records, per message, its time once it has
 the message less the send time.
 
-    idle_timers.py [ROUNDS] [GAP]
+    idle_timers.py [ROUNDS] [GAP] [OFF]
 Prints one JSON line: {"late_ms": [[taken - put, put - sent], ...]}.
 """
 import json
@@ -40,11 +39,13 @@ def main() -> None:
         writer(int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]))
         return
     import torch.distributed as dist
-    from timewarp.integrations.thread_clock import TimedQueue, become_feeder
+    from timewarp.integrations.thread_clock import TimedQueue, become_feeder, idle_timers_private
     rounds = int(sys.argv[1]) if len(sys.argv) > 1 else 20
     gap = float(sys.argv[2]) if len(sys.argv) > 2 else 0.03
     store = tempfile.mkdtemp(prefix="tw_gloo_")
     dist.init_process_group("gloo", init_method=f"file://{store}/store", rank=0, world_size=1)
+    if sys.argv[3:4] != ["1"]:
+        idle_timers_private()
     a, b = socket.socketpair()
     wr = subprocess.Popen([sys.executable, __file__, "writer", str(b.fileno()), str(rounds), str(gap)],
                           pass_fds=[b.fileno()])
