@@ -5,7 +5,7 @@ and sends three messages, each echoed back; each prints its virtual time at each
 Measured (twenty-second session): the first message got through at 30-83 virtual s in five runs (0.7 s of
 wall time; 0.05 s without timewarp). The keeper granted the ZMQ I/O threads' timers (30 s, ZMQ's handshake
 interval, and 7.4-7.8 s) while no thread ran and no message held the clock, and ZMQ redid handshakes that had
-timed out in virtual time (docs/LIMITATIONS.md).
+timed out in virtual time; with TIMEWARP_MSG_STAMPS=0 no jump came in three runs (docs/LIMITATIONS.md).
 
     timewarp run -- python zmq_connect.py
 """
