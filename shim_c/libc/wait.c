@@ -117,11 +117,13 @@ static int tw_check_now(const tw_check_ops *op, void *x) {
         if (r > 0) { op->wake(x, r); tw_libc_msg_catch_up(); }
     } else {
         for (int pass = 0; pass < 2; pass++) {   /* a second look once the others have caught up */
-            /* not when the first reported an event that the kernel reports once (epoll's EPOLLET or
-             * EPOLLONESHOT): the second call would not report it again, and the program would never see it */
-            int once = r > 0 && op->once && op->once(x, r);
             if (r > 0) { r = op->view(x, r, t); (void)tw_msg_wake_resolve(&at); }
-            if (pass || once || !tw_tk_sync_now()) break;
+            if (pass) break;
+            /* not when the first reported an event that the kernel reports once (epoll's EPOLLET or
+             * EPOLLONESHOT; the view hides only level-triggered ones): the second call would not report it
+             * again, and the program would never see it */
+            if (r > 0 && op->once && op->once(x, r)) break;
+            if (!tw_tk_sync_now()) break;
             r = op->call(x);
             if (r < 0) break;
         }
