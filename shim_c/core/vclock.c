@@ -479,7 +479,7 @@ void tw_tk_block_begin(void) {
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, TW_SLOT_BLOCK, __ATOMIC_RELEASE);
     __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
-    tw_tk_advance(tw_tk);  /* this thread no longer holds the clock back */
+    tw_tk_advance_no_jump(tw_tk);  /* this thread no longer holds the clock back (no settle before its call) */
 }
 
 /* End of a TWAIT or BLOCK wait. Timed out (TW_WAKE_TIMEOUT): the thread resumes at its deadline. Woken by

@@ -306,6 +306,10 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
         tw_libc_block_end(TW_WAKE_LOCAL);
         return r;
     }
+    /* what is there already ends the wait before it is a wait: the keeper's due check may settle (a real
+     * pause, tk_shared.c) and jump past it */
+    int r0 = call(ctx, 0);
+    if (r0) { tw_libc_kw_end(0, target, wake); return r0; }
     tw_libc_kw_begin(target);
     for (;;) {
         int due = tw_libc_kw_due(target);

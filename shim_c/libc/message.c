@@ -595,6 +595,16 @@ void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) {
         ep_last[fd].epfd1 = 0;
     }
     pthread_mutex_unlock(&ep_lock);
+    /* the thread that asks to read fd is taken as its reader (event loops register from their own thread),
+     * so that a hold on its first message knows whom to look at, as a poll's does (tw_msg_watch_poll): a
+     * ZMQ I/O thread that the machine scheduled late let the clock jump past a connection in its listener */
+    if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ev && (ev->events & EPOLLIN) && stamping()) {
+        uint64_t kw, kr;
+        uint32_t hold;
+        tw_libc_bookkeeping_begin();
+        if (fd_lookup(fd, &kw, &kr, &hold, 0) == FD_TRACKED && hold) tw_tk_msg_reader(kr);
+        tw_libc_bookkeeping_end();
+    }
 }
 
 TW_EXPORT ssize_t write(int fd, const void *buf, size_t n) {

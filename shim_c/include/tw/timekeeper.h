@@ -147,6 +147,8 @@ uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t);
 /* Move `safe` as far as it may go (the minimum over running clocks and waiting deadlines) and wake the
  * waiters; returns `safe`. */
 uint64_t tw_tk_advance(tw_tk_shared *k);
+/* The same short of a jump (the minimum is a waiting deadline): that is left to the waiters, whom it wakes. */
+uint64_t tw_tk_advance_no_jump(tw_tk_shared *k);
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
 /* The same, counting also pid's feeder threads (TW_SLOT_FEEDER), a feeder waiting with a deadline at its
  * clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of pid may still
