@@ -125,9 +125,10 @@ def real_reference(real_dirs: list[Path], emulated_hits: dict[int, float] | None
     return out
 
 
-def prefix_hits(d: Path) -> dict[int, float]:
-    """Per case, the share of prompt tokens the prefix cache served: the server's counters after the case
-    (metrics_caseK.txt) less those after the case before it (the order of marks.txt)."""
+def counter_deltas(d: Path, names: list[str]) -> dict[int, list[float]]:
+    """Per case, each of the server's counters `names` (summed over their label sets) after the case
+    (metrics_caseK.txt) less after the case before it (the order of marks.txt); cases whose delta is unknown
+    (no counters before or after, a repeated case) are left out."""
     order = []
     try:
         for line in (d / "marks.txt").read_text().splitlines():
@@ -136,23 +137,83 @@ def prefix_hits(d: Path) -> dict[int, float]:
                 order.append(m.group(1))
     except OSError:
         return {}
-    out, prev = {}, (0.0, 0.0)
+    out: dict[int, list[float]] = {}
+    prev: list[float] | None = [0.0] * len(names)
     for name in order:
         try:
             text = (d / f"metrics_{name}.txt").read_text()
         except OSError:
             prev = None  # a case without counters (lease e's profiled runs): the next delta is unknown
             continue
-        q = re.search(r"^vllm:prefix_cache_queries_total\{[^}]*\} ([0-9.e+]+)", text, re.M)
-        h = re.search(r"^vllm:prefix_cache_hits_total\{[^}]*\} ([0-9.e+]+)", text, re.M)
-        if not q or not h:
+        cur = []
+        for n in names:
+            vals = re.findall(rf"^{re.escape(n)}(?:{{[^}}]*}})? ([0-9.e+-]+)$", text, re.M)
+            cur.append(sum(float(v) for v in vals) if vals else None)
+        if any(v is None for v in cur):
             prev = None
             continue
-        cur = (float(q.group(1)), float(h.group(1)))
         if prev is not None and cur[0] > prev[0] and not name.endswith("r"):
-            out[int(name[4:])] = (cur[1] - prev[1]) / (cur[0] - prev[0])
+            out[int(name[4:])] = [c - p for c, p in zip(cur, prev)]
         prev = cur
     return out
+
+
+def prefix_hits(d: Path) -> dict[int, float]:
+    """Per case, the share of prompt tokens the prefix cache served (the server's counters)."""
+    return {k: h / q for k, (q, h) in counter_deltas(d, ["vllm:prefix_cache_queries_total",
+                                                           "vllm:prefix_cache_hits_total"]).items()}
+
+
+# The server's own view of a request's time to first token (vLLM's request metrics, means per request):
+# from its arrival at the engine client (after the API server has parsed and tokenized it) to the frontend's
+# receipt of its first token; within it, the wait in the scheduler's queue and the time from being scheduled
+# to that receipt (the prefill step and the output's way back). The client's TTFT less the server's is the
+# HTTP, tokenization and streaming path around it.
+PHASES = [("vllm:time_to_first_token_seconds", "server TTFT"), ("vllm:request_queue_time_seconds", "queued"),
+          ("vllm:request_prefill_time_seconds", "scheduled to 1st token")]
+
+
+def ttft_phases(d: Path) -> dict[int, dict[str, float]]:
+    """Per case, the mean of each of PHASES in ms, "before queue" (server TTFT less the other two: the
+    frontend's processing and the engine's intake) and "client less server" (the client's mean TTFT less
+    the server's)."""
+    names = [n + suffix for n, _ in PHASES for suffix in ("_sum", "_count")]
+    cases = load_cases(d)
+    out = {}
+    for k, v in counter_deltas(d, names).items():
+        if k not in cases or any(v[i + 1] <= 0 for i in range(0, len(v), 2)):
+            continue
+        ph = {label: v[2 * i] / v[2 * i + 1] * 1e3 for i, (_, label) in enumerate(PHASES)}
+        ph["before queue"] = ph["server TTFT"] - ph["queued"] - ph["scheduled to 1st token"]
+        ph["client less server"] = cases[k]["mean_ttft_ms"] - ph["server TTFT"]
+        out[k] = ph
+    return out
+
+
+PHASE_COLUMNS = ["server TTFT", "before queue", "queued", "scheduled to 1st token", "client less server"]
+
+
+def phase_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
+    """Where each case's TTFT goes, real (mean over the reference runs that have the server's counters) and
+    emulated, in ms per request: which part of the path an error comes from."""
+    emu = ttft_phases(emulated)
+    runs = reference_runs(real_dirs, prefix_hits(emulated))[0]
+    real: dict[int, list[dict[str, float]]] = {}
+    for d in real_dirs:
+        cases = load_cases(d)
+        for k, ph in ttft_phases(d).items():
+            if cases[k] in runs.get(k, []):   # a run the reference keeps (its prefix-cache state)
+                real.setdefault(k, []).append(ph)
+    head = "| case | " + " | ".join(f"{c} real | emulated" for c in PHASE_COLUMNS) + " |"
+    lines = ["TTFT by phase, ms per request (vLLM's request metrics; real: mean over runs with them)", head,
+             "|" + "---|" * (head.count("|") - 1)]
+    for k in sorted(set(emu) & set(real)):
+        cells = [f"{k} ({len(real[k])})"]
+        for c in PHASE_COLUMNS:
+            rv = sum(p[c] for p in real[k]) / len(real[k])
+            cells += [f"{rv:.2f}", f"{emu[k][c]:.2f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines if len(lines) > 3 else []
 
 
 # An emulated case whose prefix-cache hit rate is this far from every real run's did not see the real
@@ -233,6 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{d}:")
         print("\n".join(compare(d, a.real)))
         print("\n".join(prefix_table(d, a.real)))
+        print("\n".join(phase_table(d, a.real)))
     if len(a.emulated) > 1:
         print("\n".join(spread(a.emulated, a.real)))
     left_out = reference_runs(a.real, prefix_hits(a.emulated[0]))[1]

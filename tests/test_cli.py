@@ -119,6 +119,42 @@ def test_bench_compare_reference_leaves_out_real_runs_with_another_prefix_cache(
     assert len(left_out) == 1 and left_out[0].startswith("c: case 1 (93.8%"), left_out
 
 
+def test_bench_compare_splits_ttft_into_the_servers_phases(tmp_path):
+    """vLLM's request metrics are cumulative over the server's life: each case's phases are the counters
+    after it less those after the case before it, per request, and the client's TTFT less the server's is
+    the HTTP and tokenization path around the engine."""
+    import json
+
+    from timewarp.integrations import bench_compare as bc
+
+    def run(name, cases):   # case -> (requests, server ttft, queued, scheduled-to-first-token, client ttft) in ms
+        d = tmp_path / name
+        d.mkdir()
+        tot = {n: [0.0, 0.0] for n, _ in bc.PHASES}
+        marks = []
+        for k, (n, ttft, queued, prefill, client) in cases.items():
+            for (metric, _), ms in zip(bc.PHASES, (ttft, queued, prefill)):
+                tot[metric][0] += n * ms / 1e3
+                tot[metric][1] += n
+            marks += [f"case{k} start 0", f"case{k} end 1"]
+            (d / f"metrics_case{k}.txt").write_text("".join(
+                f'{m}_sum{{engine="0"}} {s}\n{m}_count{{engine="0"}} {c}\n' for m, (s, c) in tot.items())
+                + 'vllm:prefix_cache_queries_total{engine="0"} 1000\nvllm:prefix_cache_hits_total{engine="0"} 0\n')
+            (d / f"case{k}.json").write_text(json.dumps({"mean_ttft_ms": client, "mean_tpot_ms": 5.0,
+                                                         "output_throughput": 100.0}))
+        (d / "marks.txt").write_text("\n".join(marks) + "\n")
+        return d
+
+    real = run("real", {1: (16, 16.0, 0.04, 11.3, 19.0), 2: (64, 257.0, 4.9, 206.0, 279.0)})
+    emu = run("emu", {1: (16, 14.0, 0.06, 10.5, 16.5), 2: (64, 258.0, 2.4, 205.0, 275.0)})
+    ph = bc.ttft_phases(emu)
+    assert abs(ph[2]["server TTFT"] - 258.0) < 1e-6 and abs(ph[2]["queued"] - 2.4) < 1e-6, ph
+    assert abs(ph[2]["before queue"] - (258.0 - 2.4 - 205.0)) < 1e-6
+    assert abs(ph[1]["client less server"] - 2.5) < 1e-6 and abs(ph[2]["client less server"] - 17.0) < 1e-6
+    table = bc.phase_table(emu, [real])
+    assert table[3].startswith("| 1 (1) | 16.00 | 14.00 |") and table[4].startswith("| 2 (1) | 257.00 | 258.00 |"), table
+
+
 def test_bench_compare_reference_follows_the_emulated_runs_prefix_cache_state(tmp_path):
     """Case 8 run after 14 finds 47.6% of its prompt tokens cached, after 7 about 3%: where real runs were
     measured in the emulated run's state, those are its reference, although most real runs were in the other;
