@@ -165,18 +165,18 @@ def prefix_hits(d: Path) -> dict[int, float]:
 
 
 # The server's own view of a request's time to first token (vLLM's request metrics, means per request):
-# from its arrival at the engine client (after the API server has parsed and tokenized it) to the frontend's
-# receipt of its first token; within it, the wait in the scheduler's queue and the time from being scheduled
-# to that receipt (the prefill step and the output's way back). The client's TTFT less the server's is the
-# HTTP, tokenization and streaming path around it.
+# from its arrival (vLLM 0.24 takes it as the API server renders the prompt, before tokenizing it) to the
+# frontend's receipt of its first token; within it, the wait in the scheduler's queue and the time from being
+# scheduled to that receipt (the prefill step and the output's way back). The client's TTFT less the
+# server's is the HTTP path around it: the request's way in, the first token's way out.
 PHASES = [("vllm:time_to_first_token_seconds", "server TTFT"), ("vllm:request_queue_time_seconds", "queued"),
           ("vllm:request_prefill_time_seconds", "scheduled to 1st token")]
 
 
 def ttft_phases(d: Path) -> dict[int, dict[str, float]]:
-    """Per case, the mean of each of PHASES in ms, "before queue" (server TTFT less the other two: the
-    frontend's processing and the engine's intake) and "client less server" (the client's mean TTFT less
-    the server's)."""
+    """Per case, the mean of each of PHASES in ms, "before queue" (server TTFT less the other two:
+    tokenization, input processing and the engine's intake) and "client less server" (the client's mean
+    TTFT less the server's)."""
     names = [n + suffix for n, _ in PHASES for suffix in ("_sum", "_count")]
     cases = load_cases(d)
     out = {}

@@ -122,7 +122,7 @@ def test_bench_compare_reference_leaves_out_real_runs_with_another_prefix_cache(
 def test_bench_compare_splits_ttft_into_the_servers_phases(tmp_path):
     """vLLM's request metrics are cumulative over the server's life: each case's phases are the counters
     after it less those after the case before it, per request, and the client's TTFT less the server's is
-    the HTTP and tokenization path around the engine."""
+    the HTTP path around the server."""
     import json
 
     from timewarp.integrations import bench_compare as bc

@@ -343,7 +343,8 @@ uint64_t tw_tk_advance(tw_tk_shared *k) { return advance(k, 1); }
  * pause with no look at its own descriptors, and the jump it ends in may overtake what is already there for
  * it. A libzmq connection's two I/O threads each settled 5 ms this way before looking, with the other's
  * handshake in their sockets, and the jump ended the other's 30 s handshake timer: ZMQ reconnected, and the
- * run's clock jumped 30-83 s (tests/progs/zmq_connect.py). */
+ * run's clock jumped 30-154 s (tests/progs/zmq_connect.py; with tw_libc_keeper_wait's first look and
+ * epoll_ctl's reader, shim_c/libc). */
 uint64_t tw_tk_advance_no_jump(tw_tk_shared *k) { return advance(k, 0); }
 
 void tw_tk_abort(tw_tk_shared *k, const char *reason) {
