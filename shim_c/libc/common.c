@@ -236,6 +236,7 @@ void tw_libc_sleep_until(uint64_t target) {
 __attribute__((weak)) int tw_tk_on(void) { return 0; }
 __attribute__((weak)) void tw_tk_twait_begin(uint64_t deadline) { (void)deadline; }
 __attribute__((weak)) void tw_tk_block_begin(void) {}
+__attribute__((weak)) int tw_tk_first_look(void) { return 0; }
 __attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 1; }
 __attribute__((weak)) uint64_t tw_tk_safe(void) { return 0; }
 __attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
@@ -307,9 +308,11 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
         return r;
     }
     /* what is there already ends the wait before it is a wait: the keeper's due check may settle (a real
-     * pause, tk_shared.c) and jump past it */
-    int r0 = call(ctx, 0);
-    if (r0) { tw_libc_kw_end(0, target, wake); return r0; }
+     * pause, tk_shared.c) and jump past it (opt-in: vclock.c, tw_tk_first_look) */
+    if (tw_tk_first_look()) {
+        int r0 = call(ctx, 0);
+        if (r0) { tw_libc_kw_end(0, target, wake); return r0; }
+    }
     tw_libc_kw_begin(target);
     for (;;) {
         int due = tw_libc_kw_due(target);

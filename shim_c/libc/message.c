@@ -24,8 +24,9 @@
  *   (zero timeout) that finds stamped data moves the thread to the stamp too.
  * - epoll reports its user data, not descriptors: epoll_ctl (and syscall(SYS_epoll_ctl)) is interposed to
  *   map (epoll fd, data) back to the descriptor; data never seen that names an open descriptor is taken as
- *   one (libuv, in uvloop, registers where no interposer sees it, with the descriptor as its data). The
- *   thread that registers a descriptor for input is taken as its reader (for the holds below).
+ *   one (libuv, in uvloop, registers where no interposer sees it, with the descriptor as its data). With
+ *   TIMEWARP_WAIT_FIRST_LOOK=1 the thread that registers a descriptor for input is taken as its reader (for
+ *   the holds below).
  * - a message on a socket or eventfd that its reader has not seen yet holds the keeper's clock at its stamp
  *   (tw_tk_msg_hold) for at most TIMEWARP_MSG_HOLD_US of real time: the reader, woken by the kernel a few
  *   microseconds later, will act at that virtual time, and the clock must not jump past it meanwhile (a GPU
@@ -599,7 +600,8 @@ void tw_msg_epoll_ctl(int epfd, int op, int fd, const struct epoll_event *ev) {
     /* the thread that asks to read fd is taken as its reader (event loops register from their own thread),
      * so that a hold on its first message knows whom to look at, as a poll's does (tw_msg_watch_poll): a
      * ZMQ I/O thread that the machine scheduled late let the clock jump past a connection in its listener */
-    if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ev && (ev->events & EPOLLIN) && stamping()) {
+    if ((op == EPOLL_CTL_ADD || op == EPOLL_CTL_MOD) && ev && (ev->events & EPOLLIN) && tw_tk_first_look() &&
+        stamping()) {
         uint64_t kw, kr;
         uint32_t hold;
         tw_libc_bookkeeping_begin();
