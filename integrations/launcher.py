@@ -161,6 +161,10 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
                  "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL"):
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
+    # opt-in switches: a wait's first look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look)
+    for name in ("TIMEWARP_WAIT_FIRST_LOOK",):
+        if base.get(name) not in (None, "", "0", "1"):
+            raise LauncherError(f"{name}={base[name]!r}: expected 0 (off, the default) or 1 (on)")
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
     return env
 

@@ -202,11 +202,12 @@ def test_a_malformed_host_speed_is_named(name, value):
 
 @pytest.mark.parametrize("name,value", [("TIMEWARP_MSG_STAMPS", "no"), ("TIMEWARP_POLL_SYNC", "off"),
                                         ("TIMEWARP_SIGNAL_FIRST", "latest"), ("TIMEWARP_EXECUTOR_CLOCK", "false"),
-                                        ("TIMEWARP_VLLM_INPUT_CLOCK", "yes"), ("TIMEWARP_GIL_MODEL", "on")])
+                                        ("TIMEWARP_VLLM_INPUT_CLOCK", "yes"), ("TIMEWARP_GIL_MODEL", "on"),
+                                        ("TIMEWARP_WAIT_FIRST_LOOK", "true")])
 def test_a_malformed_switch_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
-    assert f"{name}={value!r}" in run.stderr and "expected 0 (off) or 1" in run.stderr, run.stderr
+    assert f"{name}={value!r}" in run.stderr and "expected 0 (off" in run.stderr, run.stderr
 
 
 def test_launches_block_once_the_stream_queue_is_full():
