@@ -477,7 +477,8 @@ void tw_tk_twait_begin(uint64_t deadline) {
  * (tw_tk_advance_no_jump), and epoll_ctl names a descriptor's reader (libc/message.c). Together they took a
  * ZMQ connection's set-up from jumps of 30-154 virtual s (7 of 9 runs beside a CPU hog, and hangs) to none in
  * 40 (tests/progs/zmq_connect.py). Opt-in: with them, vLLM's TP=2 start-up hung in 2 of 3 full test-suite
- * runs (gloo's group creation on one rank, the other past it; docs/LIMITATIONS.md), for a reason not found. */
+ * runs (gloo's group creation on one rank, the other past it; docs/LIMITATIONS.md), and without them in 1 of
+ * 2 the same way: whether they make it likelier is not known. */
 static int first_look = -1;
 int tw_tk_first_look(void) {
     if (__builtin_expect(first_look < 0, 0)) {
