@@ -34,7 +34,7 @@
 #include "tw/raw_syscall.h"
 #include "tw/timekeeper.h"
 
-void tw_tk_block_begin(void);                 /* vclock.c (tw_libc.h): a wait the keeper need not wait for */
+void tw_tk_block_begin(int may_jump);                 /* vclock.c (tw_libc.h): a wait the keeper need not wait for */
 void tw_tk_wake(int how, uint64_t deadline);  /* vclock.c: its end, at a known time */
 uint64_t tw_clock_raise(uint64_t t);          /* vclock.c */
 
@@ -128,7 +128,7 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
     if (t0 > tw_clock_process_time() + switch_ns) return t0;
     int keeper = tw_tk != NULL;
     int32_t pid = (int32_t)getpid();
-    if (keeper) tw_tk_block_begin();   /* waiting here holds nobody else back */
+    if (keeper) tw_tk_block_begin(1);   /* waiting here holds nobody else back */
     int64_t until = tw_tk_real_ns() + cap_ns, start = tw_tk_real_ns(), quiet_since = 0;
     for (;;) {
         uint64_t p = tw_clock_process_time(), x, run_hi = 0;

@@ -183,10 +183,10 @@ int tw_tk_wait_inputs(tw_tk_slot *s, uint64_t t, int64_t max_real_ns) { return w
 
 uint64_t tw_tk_safe(void) { return tw_tk ? __atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) : 0; }
 
-int tw_tk_due(uint64_t t) {
+int tw_tk_due(uint64_t t, int may_jump) {
     tw_tk_shared *k = tw_tk;
     if (!k) return 1;
-    if (tw_tk_advance(k) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
+    if ((may_jump ? tw_tk_advance(k) : tw_tk_advance_no_jump(k)) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
     return !keeper_alive(k);
 }
 

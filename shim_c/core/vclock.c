@@ -488,7 +488,7 @@ int tw_tk_first_look(void) {
     return first_look;
 }
 
-void tw_tk_block_begin(void) {
+void tw_tk_block_begin(int may_jump) {
     tw_tk_slot *s = keeper_slot();
     if (!s) return;
     (void)tw_now();   /* charge the CPU time until the wait */
@@ -496,7 +496,7 @@ void tw_tk_block_begin(void) {
     __atomic_store_n(&s->state, TW_SLOT_BLOCK, __ATOMIC_RELEASE);
     __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
     /* this thread no longer holds the clock back */
-    if (tw_tk_first_look()) tw_tk_advance_no_jump(tw_tk);
+    if (tw_tk_first_look() || !may_jump) tw_tk_advance_no_jump(tw_tk);
     else tw_tk_advance(tw_tk);
 }
 

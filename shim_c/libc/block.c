@@ -21,8 +21,10 @@ int tw_sem_wake(const sem_t *sem);  /* wait.c */
 
 TW_EXPORT int pthread_cond_wait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex) {
     if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.cond_wait(cond, mutex);
-    tw_libc_block_begin();
+    tw_cv_wait_begin(cond);
+    tw_libc_block_begin(0);   /* it holds the mutex: no settling, no jump (tw_tk_block_begin) */
     int r = tw_real.cond_wait(cond, mutex);
+    tw_cv_wait_end(cond);
     tw_libc_block_end((__atomic_load_n(&cond->__data.__wrefs, __ATOMIC_RELAXED) & 1) ? TW_WAKE_ANY : TW_WAKE_LOCAL);
     return r;
 }
@@ -32,7 +34,7 @@ TW_EXPORT int sem_wait(sem_t *sem) {
     /* An uncontended semaphore (most of Python's lock acquisitions) is taken without waiting: announcing
      * an idle thread for it would let the keeper jump the clock past this one, which is running. */
     if (sem_trywait(sem) == 0) return 0;
-    tw_libc_block_begin();
+    tw_libc_block_begin(1);
     int r = tw_real.sem_wait(sem);
     tw_libc_block_end(tw_sem_wake(sem));
     return r;

@@ -50,6 +50,17 @@ static void *tw_resolve_cond(const char *name) {
     return p ? p : dlsym(RTLD_NEXT, name);
 }
 
+/* pthread_cond_signal/broadcast (wait.c counts them) pass through whatever the shim's state: resolved here
+ * if tw_libc_init has not run (a call from another library's constructor, or from within dlsym). */
+int tw_real_cond_notify(void *cond, int all) {
+    int (*f)(void *) = all ? tw_real.cond_broadcast : tw_real.cond_signal;
+    if (__builtin_expect(f == NULL, 0)) {
+        void *p = tw_resolve_cond(all ? "pthread_cond_broadcast" : "pthread_cond_signal");
+        memcpy(&f, &p, sizeof p);
+    }
+    return f(cond);
+}
+
 int tw_libc_epoch_ok;                           /* 0: epochs not read yet (or a fork child) */
 static int64_t tw_epoch_rt, tw_epoch_mono; /* wall clocks at the virtual epoch */
 static int64_t tw_off_raw, tw_off_boot, tw_off_tai; /* real (clock - family clock), read with the epochs */
@@ -104,6 +115,8 @@ int tw_libc_init(void) {
     R(sigtimedwait, "sigtimedwait");
     R(syscall, "syscall");
     R_SET(cond_wait, tw_resolve_cond("pthread_cond_wait"));
+    R_SET(cond_signal, tw_resolve_cond("pthread_cond_signal"));
+    R_SET(cond_broadcast, tw_resolve_cond("pthread_cond_broadcast"));
     R(sem_wait, "sem_wait");
     R(create, "pthread_create");
     R(setname_np, "pthread_setname_np");
@@ -235,9 +248,9 @@ void tw_libc_sleep_until(uint64_t target) {
 /* Fallbacks for a build without the core (the libc tests' fake core): no keeper. */
 __attribute__((weak)) int tw_tk_on(void) { return 0; }
 __attribute__((weak)) void tw_tk_twait_begin(uint64_t deadline) { (void)deadline; }
-__attribute__((weak)) void tw_tk_block_begin(void) {}
+__attribute__((weak)) void tw_tk_block_begin(int may_jump) { (void)may_jump; }
 __attribute__((weak)) int tw_tk_first_look(void) { return 0; }
-__attribute__((weak)) int tw_tk_due(uint64_t deadline) { (void)deadline; return 1; }
+__attribute__((weak)) int tw_tk_due(uint64_t deadline, int may_jump) { (void)deadline; (void)may_jump; return 1; }
 __attribute__((weak)) uint64_t tw_tk_safe(void) { return 0; }
 __attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
 __attribute__((weak)) void tw_tk_before_exec(void) {}
@@ -272,10 +285,10 @@ void tw_libc_kw_begin(uint64_t target) {
     errno = saved;
 }
 
-int tw_libc_kw_due(uint64_t target) {
+int tw_libc_kw_due(uint64_t target, int may_jump) {
     int saved = errno;
     tw_libc_depth++;
-    int due = tw_tk_due(target);
+    int due = tw_tk_due(target, may_jump);
     tw_libc_depth--;
     errno = saved;
     return due;
@@ -302,7 +315,7 @@ void tw_libc_kw_end(int timed_out, uint64_t target, int wake) {
 int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wake) {
     if (tw_libc_real_lock_wait(wake)) {
         uint64_t now = tw_libc_now();
-        tw_libc_block_begin();
+        tw_libc_block_begin(1);
         int r = call(ctx, target > now ? (int64_t)(target - now) : 0);
         tw_libc_block_end(TW_WAKE_LOCAL);
         return r;
@@ -315,7 +328,7 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
     }
     tw_libc_kw_begin(target);
     for (;;) {
-        int due = tw_libc_kw_due(target);
+        int due = tw_libc_kw_due(target, 1);
         int r = call(ctx, due ? 0 : tw_libc_slice(target));
         if (r || due) { tw_libc_kw_end(!r, target, wake); return r; }
     }
@@ -334,10 +347,10 @@ int tw_libc_real_lock_wait(int wake) {
     return on;
 }
 
-void tw_libc_block_begin(void) {
+void tw_libc_block_begin(int may_jump) {
     int saved = errno;
     tw_libc_depth++;
-    tw_tk_block_begin();
+    tw_tk_block_begin(may_jump);
     tw_libc_depth--;
     errno = saved;
 }

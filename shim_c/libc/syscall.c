@@ -58,7 +58,7 @@ static long tw_futex_block(long a1, long a2, long a3, long a4, long a5, long a6)
     if (!tw_libc_keeper()) return tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
     /* the word already differs: the kernel would return at once (EAGAIN); no idle announcement */
     if (__atomic_load_n((const int *)a1, __ATOMIC_ACQUIRE) != (int)a3) { errno = EAGAIN; return -1; }
-    tw_libc_block_begin();
+    tw_libc_block_begin(1);
     long r = tw_real_syscall(SYS_futex, a1, a2, a3, a4, a5, a6);
     tw_libc_block_end((a2 & FUTEX_PRIVATE_FLAG) ? TW_WAKE_LOCAL : TW_WAKE_ANY);
     return r;

@@ -30,15 +30,15 @@ void tw_sleep_until(uint64_t virt_ns);
 
 /* The run-wide time keeper (core/timekeeper.c, vclock.c). tw_tk_on(): 1 when this thread takes part in
  * one (under `timewarp run`); then a wait an event can end is announced with tw_tk_twait_begin(deadline)
- * (or tw_tk_block_begin() without deadline), tw_tk_due(deadline) says whether the keeper's clock has
+ * (or tw_tk_block_begin() without deadline), tw_tk_due(deadline, may_jump) says whether the keeper's clock has
  * reached the deadline, and tw_tk_wake(timed_out, deadline) ends the wait. common.c holds weak fallbacks
  * (no keeper). */
 int tw_tk_on(void);
 void tw_tk_twait_begin(uint64_t deadline);
-void tw_tk_block_begin(void);
+void tw_tk_block_begin(int may_jump);
 /* TIMEWARP_WAIT_FIRST_LOOK=1 (opt-in, vclock.c): a wait looks at what is there before the keeper may jump */
 int tw_tk_first_look(void);
-int tw_tk_due(uint64_t deadline);
+int tw_tk_due(uint64_t deadline, int may_jump);
 uint64_t tw_tk_safe(void);       /* the keeper's clock (0 without one) */
 void tw_tk_wake(int how, uint64_t deadline);
 void tw_tk_before_exec(void);
@@ -125,6 +125,8 @@ typedef struct tw_libc_real {
     int (*sigtimedwait)(const void *, void *, const struct timespec *);
     long (*syscall)(long, ...);
     int (*cond_wait)(void *, void *);
+    int (*cond_signal)(void *);
+    int (*cond_broadcast)(void *);
     int (*sem_wait)(void *);
     int (*create)(void *, const void *, void *(*)(void *), void *);
     int (*setname_np)(unsigned long, const char *);
@@ -176,16 +178,26 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
 #define TW_SLICE_MIN_NS 50000
 #define TW_SLICE_MAX_NS 2000000
 void tw_libc_kw_begin(uint64_t target) TW_HIDDEN;
-int tw_libc_kw_due(uint64_t target) TW_HIDDEN;
+int tw_libc_kw_due(uint64_t target, int may_jump) TW_HIDDEN;
 void tw_libc_kw_end(int timed_out, uint64_t target, int wake) TW_HIDDEN;
 int64_t tw_libc_slice(uint64_t target) TW_HIDDEN;
 /* Around a wait without deadline: the thread no longer holds the clock back; woken, it resumes no earlier
  * than anything that happened. Preserve errno. */
-void tw_libc_block_begin(void) TW_HIDDEN;
+void tw_libc_block_begin(int may_jump) TW_HIDDEN;   /* may_jump 0: the caller holds a lock (a condvar's mutex) */
 void tw_libc_block_end(int wake) TW_HIDDEN;
 /* whether a wait with this wake rule waits real time, not to a virtual deadline (a GIL-modelled pool
  * thread's wait on its own process's locks; common.c) */
 int tw_libc_real_lock_wait(int wake) TW_HIDDEN;
+int tw_real_cond_notify(void *cond, int all) TW_HIDDEN;   /* the real pthread_cond_signal (0) / broadcast (1) */
+/* Condvar hand-overs (condvar.c): signals counted per condvar (a slice that timed out with the count moved is
+ * a wake-up), and a signal to waiters held as a message to them (message.c's key, the keeper's holds). */
+uint32_t tw_cv_notes(const void *cond) TW_HIDDEN;
+void tw_cv_wait_begin(const void *cond) TW_HIDDEN;
+void tw_cv_wait_end(const void *cond) TW_HIDDEN;
+uint64_t tw_msg_cond_key(const void *cond) TW_HIDDEN;
+void tw_tk_msg_sent(uint64_t key, int hold);   /* the keeper's message table (core; weak fallbacks in message.c) */
+int tw_tk_msg_at(uint64_t key, uint64_t *t);
+void tw_tk_msg_reader(uint64_t key);
 /* Message stamps (message.c): after a wait's real call, what became ready (r: its result), then at the
  * wait's end the wake rule: TW_WAKE_AT with *t (the latest write among readable descriptors), TW_WAKE_ANY
  * (one of them untracked, or a signal) or TW_WAKE_LOCAL (only writable ones). Without a prior call: ANY. */

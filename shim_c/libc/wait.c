@@ -72,7 +72,7 @@ static int tw_poll_call(void *c, int64_t rel) {
 static int tw_poll_keeper(struct pollfd *fds, nfds_t n, int64_t rel_ns, const sigset_t *mask) {
     if (rel_ns < 0) {   /* no timeout */
         tw_msg_watch_poll(fds, n);
-        tw_libc_block_begin();
+        tw_libc_block_begin(1);
         int r = tw_real.ppoll(fds, n, NULL, mask);
         tw_msg_wake_poll(fds, n, r);
         tw_libc_block_end(TW_WAKE_ANY);
@@ -235,7 +235,7 @@ static int tw_select_call(void *c, int64_t rel) {
 
 static int tw_select_keeper(int n, fd_set *r, fd_set *w, fd_set *e, int64_t rel_ns, const sigset_t *mask) {
     if (rel_ns < 0) {
-        tw_libc_block_begin();
+        tw_libc_block_begin(1);
         int rr = tw_real.pselect(n, r, w, e, NULL, mask);
         tw_msg_wake_select(n, r, e, rr);
         tw_libc_block_end(TW_WAKE_ANY);
@@ -320,7 +320,7 @@ static int tw_epoll_call(void *c, int64_t rel) {
 
 static int tw_epoll_keeper(int epfd, struct epoll_event *ev, int max, int64_t rel_ns, const sigset_t *mask) {
     if (rel_ns < 0) {
-        tw_libc_block_begin();
+        tw_libc_block_begin(1);
         int r = tw_real.epoll_pwait(epfd, ev, max, -1, mask);
         tw_msg_wake_epoll(epfd, ev, r);
         tw_libc_block_end(TW_WAKE_ANY);
@@ -397,27 +397,37 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
 /* Calls the real function (call_with(deadline)) with the deadline translated and returns its result. A
  * deadline that cannot be translated (none, a clock that is not virtual, malformed) goes through as it is.
  * Timed out: ETIMEDOUT returned (pthread_*), or -1 with errno ETIMEDOUT (sem_*). */
-#define TW_ABS_WAIT(clk, abs, call_with) TW_ABS_WAIT_WAKE(clk, abs, call_with, TW_WAKE_LOCAL)
-#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake)                                                                   \
+#define TW_ABS_WAIT(clk, abs, call_with) TW_ABS_WAIT_WAKE(clk, abs, call_with, TW_WAKE_LOCAL, NULL)
+#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake, cv)                                                               \
     do {                                                                                                     \
         struct timespec tw_real_abs_;                                                                        \
         uint64_t tw_target_;                                                                                 \
         if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))          \
             return call_with(abs);                                                                           \
+        const void *tw_cv_ = (cv);   /* a condvar: the caller holds its mutex */                            \
         if (tw_libc_keeper() && tw_libc_real_lock_wait(wake)) { /* real time (common.c) */                  \
-            tw_libc_block_begin();                                                                           \
+            if (tw_cv_) tw_cv_wait_begin(tw_cv_);                                                            \
+            tw_libc_block_begin(tw_cv_ == NULL);                                                             \
             int tw_r_ = call_with(&tw_real_abs_);                                                            \
+            if (tw_cv_) tw_cv_wait_end(tw_cv_);                                                              \
             tw_libc_block_end(TW_WAKE_LOCAL);                                                                \
             return tw_r_;                                                                                    \
         }                                                                                                    \
         if (tw_libc_keeper()) { /* slices of real time until an event or the keeper reaches the deadline */ \
+            uint32_t tw_notes_ = tw_cv_notes(tw_cv_); /* the caller holds the mutex: none sent for it yet */ \
+            if (tw_cv_) tw_cv_wait_begin(tw_cv_);                                                            \
             tw_libc_kw_begin(tw_target_);                                                                    \
             for (;;) {                                                                                       \
-                int tw_due_ = tw_libc_kw_due(tw_target_);                                                    \
+                int tw_due_ = tw_libc_kw_due(tw_target_, tw_cv_ == NULL);                                    \
                 tw_real_abs_ = tw_libc_real_after((clk), tw_due_ ? 0 : tw_libc_slice(tw_target_));           \
                 int tw_r_ = call_with(&tw_real_abs_);                                                        \
                 int tw_to_ = tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT);                      \
-                if (!tw_to_ || tw_due_) { tw_libc_kw_end(tw_to_, tw_target_, (wake)); return tw_r_; }               \
+                if (tw_to_ && !tw_due_ && tw_cv_notes(tw_cv_) != tw_notes_) { tw_to_ = 0; tw_r_ = 0; }           \
+                if (!tw_to_ || tw_due_) {                                                                    \
+                    if (tw_cv_) tw_cv_wait_end(tw_cv_);                                                      \
+                    tw_libc_kw_end(tw_to_, tw_target_, (wake));                                              \
+                    return tw_r_;                                                                            \
+                }                                                                                            \
             }                                                                                                \
         }                                                                                                    \
         int tw_r_ = call_with(&tw_real_abs_);                                                                \
@@ -454,23 +464,23 @@ int tw_sem_wake(const sem_t *sem) {
 #define TW_CALL_COND_TIMEDWAIT(a) tw_real.cond_timedwait(cond, mutex, a)
 TW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
                                      const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT, tw_cond_wake(cond));
+    TW_ABS_WAIT_WAKE(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT, tw_cond_wake(cond), cond);
 }
 
 #define TW_CALL_COND_CLOCKWAIT(a) tw_real.cond_clockwait(cond, mutex, clk, a)
 TW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
                                      clockid_t clk, const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_COND_CLOCKWAIT, tw_cond_wake(cond));
+    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_COND_CLOCKWAIT, tw_cond_wake(cond), cond);
 }
 
 #define TW_CALL_SEM_TIMEDWAIT(a) tw_real.sem_timedwait(sem, a)
 TW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT, tw_sem_wake(sem));
+    TW_ABS_WAIT_WAKE(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT, tw_sem_wake(sem), NULL);
 }
 
 #define TW_CALL_SEM_CLOCKWAIT(a) tw_real.sem_clockwait(sem, clk, a)
 TW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clk, const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_SEM_CLOCKWAIT, tw_sem_wake(sem));
+    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_SEM_CLOCKWAIT, tw_sem_wake(sem), NULL);
 }
 
 #define TW_CALL_MUTEX_TIMEDLOCK(a) tw_real.mutex_timedlock(mutex, a)

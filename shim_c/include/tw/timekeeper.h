@@ -213,8 +213,9 @@ void tw_tk_before_exec(void);
 /* Put slot s in state (SLEEP or TWAIT) with deadline t and wait until the keeper's clock reaches t;
  * -1 when the run was aborted or the coordinator is gone. */
 int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state);
-/* Whether the keeper's clock has reached t (advancing it if it can). */
-int tw_tk_due(uint64_t t);
+/* Whether the keeper's clock has reached t (advancing it if it can; jumping it to a deadline too if may_jump:
+ * not for a thread that holds a lock others may need, vclock.c/wait.c). */
+int tw_tk_due(uint64_t t, int may_jump);
 
 #ifdef __cplusplus
 }

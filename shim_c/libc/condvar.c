@@ -1,0 +1,79 @@
+/* Condvar hand-overs under `timewarp run`: pthread_cond_signal and pthread_cond_broadcast, and what the
+ * waits on a condvar (block.c's pthread_cond_wait, wait.c's timed ones) do around their real waits.
+ *
+ * Two things went wrong between a thread that signals a condvar and one that waits on it, both on a loaded
+ * machine (tests/progs/cond_slices.c: a waiter with a 100 s deadline and a notifier that computes 0-3 ms
+ * between broadcasts lost 12-35 of 1000 rounds to the deadline; gloo's Pair::waitUntilConnected in vLLM's
+ * TP=2 start-up hung in full test-suite runs):
+ * - a lost wake-up. A timed wait is made of real slices (wait.c). A waiter whose slice timed out while the
+ *   notifier held the mutex gets ETIMEDOUT: glibc (nptl, 2.36) has by then cancelled the wait, and a broadcast
+ *   with no waiter registered does nothing. Its caller, told of a timeout, would look at its predicate; a
+ *   slice short of the virtual deadline instead went back to waiting for a signal already sent. So signals
+ *   and broadcasts are counted per condvar (a hashed table: a collision costs a spurious wake-up at most),
+ *   and a slice that timed out with the count moved since the wait began ends as a wake-up, a spurious one
+ *   at worst, which every correct caller allows for.
+ * - a jump past a hand-over. The waiter, woken by the kernel, still shows as waiting in the keeper's table
+ *   until it runs; the keeper settles (a short real pause with no change in the table) and jumps to the
+ *   earliest deadline. A thread that settles while it holds the condvar's mutex (the notifier going into its
+ *   own wait, the waiter making its next slice) keeps the woken thread from running at all, and the run's
+ *   clock jumped to the waiter's deadline. So a signal or broadcast to a condvar with waiters is a message
+ *   (message.c's holds): it holds the keeper's clock at the notifier's time until a waiter sees it (its wait
+ *   ends) or the hold runs out (TIMEWARP_MSG_HOLD_US, longer while the waiter is runnable), and the
+ *   condvar's waiter is its reader.
+ * Process-shared condvars (signals from another process) are neither counted nor held.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <string.h>
+
+#include "tw_libc.h"
+
+#define TW_CV_NOTES 4096
+static uint32_t notes[TW_CV_NOTES];
+
+static inline uint32_t *note_of(const void *cond) {
+    uintptr_t a = (uintptr_t)cond >> 4;
+    return &notes[(a ^ (a >> 12) ^ (a >> 24)) % TW_CV_NOTES];
+}
+
+uint32_t tw_cv_notes(const void *cond) { return cond ? __atomic_load_n(note_of(cond), __ATOMIC_ACQUIRE) : 0; }
+
+/* glibc's condvar (nptl; checked on 2.36): __wrefs bit 0 is process-shared, bits 3+ count its waiters */
+static inline unsigned wrefs(const pthread_cond_t *c) { return __atomic_load_n(&c->__data.__wrefs, __ATOMIC_ACQUIRE); }
+
+static void notify(pthread_cond_t *cond) {
+    __atomic_add_fetch(note_of(cond), 1, __ATOMIC_ACQ_REL);
+    unsigned w = wrefs(cond);
+    if ((w >> 3) && !(w & 1) && tw_libc_virtual() && tw_libc_keeper()) {
+        tw_libc_depth++;
+        tw_tk_msg_sent(tw_msg_cond_key(cond), 1);
+        tw_libc_depth--;
+    }
+}
+
+TW_EXPORT int pthread_cond_signal(pthread_cond_t *cond) {
+    notify(cond);
+    return tw_real_cond_notify(cond, 0);
+}
+
+TW_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond) {
+    notify(cond);
+    return tw_real_cond_notify(cond, 1);
+}
+
+/* The calling thread is about to wait on cond (the keeper on): it is the reader a hold waits for. */
+void tw_cv_wait_begin(const void *cond) {
+    if (wrefs(cond) & 1) return;
+    tw_libc_depth++;
+    tw_tk_msg_reader(tw_msg_cond_key(cond));
+    tw_libc_depth--;
+}
+
+/* Its wait ended: what was signalled is seen (the hold ends). */
+void tw_cv_wait_end(const void *cond) {
+    if (wrefs(cond) & 1) return;
+    uint64_t t;
+    tw_libc_depth++;
+    (void)tw_tk_msg_at(tw_msg_cond_key(cond), &t);
+    tw_libc_depth--;
+}
