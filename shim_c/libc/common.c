@@ -50,7 +50,7 @@ static void *tw_resolve_cond(const char *name) {
     return p ? p : dlsym(RTLD_NEXT, name);
 }
 
-/* pthread_cond_signal/broadcast (wait.c counts them) pass through whatever the shim's state: resolved here
+/* pthread_cond_signal/broadcast (condvar.c counts them) pass through whatever the shim's state: resolved here
  * if tw_libc_init has not run (a call from another library's constructor, or from within dlsym). */
 int tw_real_cond_notify(void *cond, int all) {
     int (*f)(void *) = all ? tw_real.cond_broadcast : tw_real.cond_signal;

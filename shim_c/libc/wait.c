@@ -396,16 +396,18 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
 /* ---------------------------------------------------------------- pthread objects, absolute deadlines */
 /* Calls the real function (call_with(deadline)) with the deadline translated and returns its result. A
  * deadline that cannot be translated (none, a clock that is not virtual, malformed) goes through as it is.
- * Timed out: ETIMEDOUT returned (pthread_*), or -1 with errno ETIMEDOUT (sem_*). */
+ * Timed out: ETIMEDOUT returned (pthread_*), or -1 with errno ETIMEDOUT (sem_*). cv: the condvar waited on
+ * (NULL for other objects): its hand-overs are condvar.c's, and its waiter never jumps the clock (it holds
+ * the mutex that the thread about to wake it may need). */
 #define TW_ABS_WAIT(clk, abs, call_with) TW_ABS_WAIT_WAKE(clk, abs, call_with, TW_WAKE_LOCAL, NULL)
-#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake, cv)                                                               \
+#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake, cv)                                                      \
     do {                                                                                                     \
         struct timespec tw_real_abs_;                                                                        \
         uint64_t tw_target_;                                                                                 \
-        if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))          \
+        if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))           \
             return call_with(abs);                                                                           \
-        const void *tw_cv_ = (cv);   /* a condvar: the caller holds its mutex */                            \
-        if (tw_libc_keeper() && tw_libc_real_lock_wait(wake)) { /* real time (common.c) */                  \
+        const void *tw_cv_ = (cv);   /* a condvar: the caller holds its mutex */                             \
+        if (tw_libc_keeper() && tw_libc_real_lock_wait(wake)) { /* real time (common.c) */                   \
             if (tw_cv_) tw_cv_wait_begin(tw_cv_);                                                            \
             tw_libc_block_begin(tw_cv_ == NULL);                                                             \
             int tw_r_ = call_with(&tw_real_abs_);                                                            \
@@ -413,7 +415,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
             tw_libc_block_end(TW_WAKE_LOCAL);                                                                \
             return tw_r_;                                                                                    \
         }                                                                                                    \
-        if (tw_libc_keeper()) { /* slices of real time until an event or the keeper reaches the deadline */ \
+        if (tw_libc_keeper()) { /* slices of real time until an event or the keeper reaches the deadline */  \
             uint32_t tw_notes_ = tw_cv_notes(tw_cv_); /* the caller holds the mutex: none sent for it yet */ \
             if (tw_cv_) tw_cv_wait_begin(tw_cv_);                                                            \
             tw_libc_kw_begin(tw_target_);                                                                    \
@@ -422,7 +424,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
                 tw_real_abs_ = tw_libc_real_after((clk), tw_due_ ? 0 : tw_libc_slice(tw_target_));           \
                 int tw_r_ = call_with(&tw_real_abs_);                                                        \
                 int tw_to_ = tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT);                      \
-                if (tw_to_ && !tw_due_ && tw_cv_notes(tw_cv_) != tw_notes_) { tw_to_ = 0; tw_r_ = 0; }           \
+                if (tw_to_ && !tw_due_ && tw_cv_notes(tw_cv_) != tw_notes_) { tw_to_ = 0; tw_r_ = 0; }       \
                 if (!tw_to_ || tw_due_) {                                                                    \
                     if (tw_cv_) tw_cv_wait_end(tw_cv_);                                                      \
                     tw_libc_kw_end(tw_to_, tw_target_, (wake));                                              \
@@ -431,7 +433,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
             }                                                                                                \
         }                                                                                                    \
         int tw_r_ = call_with(&tw_real_abs_);                                                                \
-        if (tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT)) tw_libc_timed_out(tw_target_);       \
+        if (tw_r_ == ETIMEDOUT || (tw_r_ == -1 && errno == ETIMEDOUT)) tw_libc_timed_out(tw_target_);        \
         return tw_r_;                                                                                        \
     } while (0)
 
