@@ -156,11 +156,11 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     # switches of the message stamps, the busy reader's wait, eventfd wake-ups (shim_c/libc/message.c,
     # wait.c), the clock of an event loop's pool work (integrations/executor_clock.py) and of vLLM's EngineCore
     # input thread (integrations/vllm_plugin/input_clock.py)
-    # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c); off by default, a
-    # wait's first look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look)
+    # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c), and a wait's first
+    # look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look)
     for name, on in (("TIMEWARP_MSG_STAMPS", 1), ("TIMEWARP_POLL_SYNC", 1), ("TIMEWARP_SIGNAL_FIRST", 1),
                      ("TIMEWARP_EXECUTOR_CLOCK", 1), ("TIMEWARP_VLLM_INPUT_CLOCK", 1), ("TIMEWARP_GIL_MODEL", 1),
-                     ("TIMEWARP_WAIT_FIRST_LOOK", 0)):
+                     ("TIMEWARP_WAIT_FIRST_LOOK", 1)):
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off{'' if on else ', the default'}) or 1 "
                                 f"(on{', the default' if on else ''})")

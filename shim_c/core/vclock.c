@@ -472,18 +472,18 @@ void tw_tk_twait_begin(uint64_t deadline) {
     __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
 }
 
-/* TIMEWARP_WAIT_FIRST_LOOK=1: a wait makes its first real look before the keeper may jump (libc/common.c,
- * tw_libc_keeper_wait), a thread going into a wait without deadline does not settle and jump on its way
- * (tw_tk_advance_no_jump), and epoll_ctl names a descriptor's reader (libc/message.c). Together they took a
- * ZMQ connection's set-up from jumps of 30-154 virtual s (7 of 9 runs beside a CPU hog, and hangs) to none in
- * 40 (tests/progs/zmq_connect.py). Opt-in: with them, vLLM's TP=2 start-up hung in 2 of 3 full test-suite
- * runs (gloo's group creation on one rank, the other past it; docs/LIMITATIONS.md), and without them in 1 of
- * 2 the same way: whether they make it likelier is not known. */
+/* The first look (TIMEWARP_WAIT_FIRST_LOOK=0 turns it off): a wait makes its first real look before the
+ * keeper may jump (libc/common.c, tw_libc_keeper_wait), a thread going into a wait without deadline does not
+ * settle and jump on its way (tw_tk_advance_no_jump), and epoll_ctl names a descriptor's reader
+ * (libc/message.c). Together they took a ZMQ connection's set-up from jumps of 30-154 virtual s (7 of 9 runs
+ * beside a CPU hog, and hangs) to none in 40 (tests/progs/zmq_connect.py). It was opt-in while vLLM's TP=2
+ * start-up hung in full test-suite runs, with it and without; that hang was a lost condvar hand-over
+ * (libc/condvar.c). */
 static int first_look = -1;
 int tw_tk_first_look(void) {
     if (__builtin_expect(first_look < 0, 0)) {
         const char *v = getenv("TIMEWARP_WAIT_FIRST_LOOK");
-        first_look = v && v[0] == '1' && !v[1];
+        first_look = !(v && v[0] == '0' && !v[1]);
     }
     return first_look;
 }

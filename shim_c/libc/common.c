@@ -321,7 +321,7 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
         return r;
     }
     /* what is there already ends the wait before it is a wait: the keeper's due check may settle (a real
-     * pause, tk_shared.c) and jump past it (opt-in: vclock.c, tw_tk_first_look) */
+     * pause, tk_shared.c) and jump past it (vclock.c, tw_tk_first_look) */
     if (tw_tk_first_look()) {
         int r0 = call(ctx, 0);
         if (r0) { tw_libc_kw_end(0, target, wake); return r0; }

@@ -24,9 +24,9 @@
  *   (zero timeout) that finds stamped data moves the thread to the stamp too.
  * - epoll reports its user data, not descriptors: epoll_ctl (and syscall(SYS_epoll_ctl)) is interposed to
  *   map (epoll fd, data) back to the descriptor; data never seen that names an open descriptor is taken as
- *   one (libuv, in uvloop, registers where no interposer sees it, with the descriptor as its data). With
- *   TIMEWARP_WAIT_FIRST_LOOK=1 the thread that registers a descriptor for input is taken as its reader (for
- *   the holds below).
+ *   one (libuv, in uvloop, registers where no interposer sees it, with the descriptor as its data). With the
+ *   first look (vclock.c; TIMEWARP_WAIT_FIRST_LOOK=0 turns it off) the thread that registers a descriptor for
+ *   input is taken as its reader (for the holds below).
  * - a message on a socket or eventfd that its reader has not seen yet holds the keeper's clock at its stamp
  *   (tw_tk_msg_hold) for at most TIMEWARP_MSG_HOLD_US of real time: the reader, woken by the kernel a few
  *   microseconds later, will act at that virtual time, and the clock must not jump past it meanwhile (a GPU

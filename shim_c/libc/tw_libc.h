@@ -36,7 +36,7 @@ void tw_sleep_until(uint64_t virt_ns);
 int tw_tk_on(void);
 void tw_tk_twait_begin(uint64_t deadline);
 void tw_tk_block_begin(int may_jump);
-/* TIMEWARP_WAIT_FIRST_LOOK=1 (opt-in, vclock.c): a wait looks at what is there before the keeper may jump */
+/* the first look (vclock.c; TIMEWARP_WAIT_FIRST_LOOK=0 turns it off): a wait looks at what is there before the keeper may jump */
 int tw_tk_first_look(void);
 int tw_tk_due(uint64_t deadline, int may_jump);
 uint64_t tw_tk_safe(void);       /* the keeper's clock (0 without one) */

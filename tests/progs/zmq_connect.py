@@ -5,12 +5,12 @@ sends three messages, each echoed back. Prints one JSON line: per connection, th
 bind to the last echo ("setup_s"). The child may connect before the bind: ZMQ then retries after its
 reconnect interval (100 ms and a random part), so about 0.2 s is normal.
 
-By default the first message got through at 30-83 virtual s in about one run in three (0.7 s of wall time),
-in most runs beside a CPU hog: a ZMQ I/O thread about to wait let the keeper settle and jump before it looked
-at its socket, with the other side's handshake already in it, and the jump ended the other side's 30 s
-handshake timer. TIMEWARP_WAIT_FIRST_LOOK=1 (opt-in; shim_c/core/vclock.c, tw_tk_first_look) prevents it.
+Without the first look (TIMEWARP_WAIT_FIRST_LOOK=0; shim_c/core/vclock.c, tw_tk_first_look) the first message
+got through at 30-83 virtual s in about one run in three (0.7 s of wall time), in most runs beside a CPU hog: a
+ZMQ I/O thread about to wait let the keeper settle and jump before it looked at its socket, with the other
+side's handshake already in it, and the jump ended the other side's 30 s handshake timer.
 
-    TIMEWARP_WAIT_FIRST_LOOK=1 timewarp run -- python zmq_connect.py 5
+    timewarp run -- python zmq_connect.py 5
 """
 import json
 import os
