@@ -14,11 +14,15 @@ free. The Python around the call (argument handling, building the result) is mar
 the Rust part (150-200 us of 2.9 ms for 1,024 tokens here).
 vLLM's incremental detokenizer primes a `tokenizers` DecodeStream with the whole prompt; its first step decodes
 all of it (a 1,024-token prompt: 1.6-2.0 ms on the H200 host, leases s and t, against 0.09 ms for a later output),
-so each detokenizer's first `decode_next` is marked too. Priced by the Python pace, a request's first output
-came out 0.8-1.0 ms here (2.0-2.5 ms of CPU).
-Not covered: the later per-token DecodeStream steps (about 2 us each) and tokenizers called directly
-(`tokenizers.Tokenizer`) stay on the Python pace; their methods belong to a Rust type, and a wrapper around
-each per-token call would cost as much as the call.
+and while a request's sampled ids give no text (3 in 4 with dummy weights: vllm_plugin/host_results.py) every
+later step decodes it again (0.25-0.5 ms each for 1,024 tokens). So every `decode_next` is marked. Marked only in
+its first call (twenty-third session), the later steps stayed on the Python pace: py-spy on the emulated API
+server in case 4 found 67% of its event loop's CPU in them (32% in first steps), and the first token's way out
+of the server ("client less server" in bench_compare) came out 4-19% short in 5 of 6 cases (run a1); marked,
+within -9 to +13% but for case 3 (run n1; docs/VLLM.md, twenty-fourth session). The marking costs two ctypes calls
+(about 1 us) per step, against 6 us for the cheapest step.
+Not covered: tokenizers called directly (`tokenizers.Tokenizer`) stay on the Python pace; their methods
+belong to a Rust type.
 """
 from __future__ import annotations
 
@@ -43,27 +47,12 @@ def native(fn):
     return charged_native
 
 
-def native_first_call(fn):
-    """fn, a method, whose first call on each object is charged as native code (later calls run as they are)."""
-    marked = native(fn)
-
-    @functools.wraps(fn)
-    def first_call_native(self, *args, **kwargs):
-        if "_timewarp_called" in self.__dict__:
-            return fn(self, *args, **kwargs)
-        self._timewarp_called = True
-        return marked(self, *args, **kwargs)
-    first_call_native._timewarp_native = True
-    return first_call_native
-
-
 # (module, class, methods, how they are marked): transformers 5's TokenizersBackend and 4's
-# PreTrainedTokenizerFast run the Rust tokenizer in each call; vLLM's detokenizer in its first call on each
-# object.
+# PreTrainedTokenizerFast, and vLLM's detokenizer, run the Rust tokenizer in each call.
 _TARGETS = (
     ("transformers.tokenization_utils_tokenizers", "TokenizersBackend", ("_encode_plus", "_batch_encode_plus", "_decode"), native),
     ("transformers.tokenization_utils_fast", "PreTrainedTokenizerFast", ("_encode_plus", "_batch_encode_plus", "_decode"), native),
-    ("vllm.v1.engine.detokenizer", "FastIncrementalDetokenizer", ("decode_next",), native_first_call),
+    ("vllm.v1.engine.detokenizer", "FastIncrementalDetokenizer", ("decode_next",), native),
 )
 _ONLY_IF_IMPORTED = ("vllm",)   # packages heavy to import: marked only in programs that run them already
 
