@@ -34,7 +34,7 @@
 #include "tw/raw_syscall.h"
 #include "tw/timekeeper.h"
 
-void tw_tk_block_begin(int may_jump);                 /* vclock.c (tw_libc.h): a wait the keeper need not wait for */
+void tw_tk_block_begin(int may_jump);         /* vclock.c (tw_libc.h): a wait the keeper need not wait for */
 void tw_tk_wake(int how, uint64_t deadline);  /* vclock.c: its end, at a known time */
 uint64_t tw_clock_raise(uint64_t t);          /* vclock.c */
 

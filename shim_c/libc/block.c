@@ -17,7 +17,6 @@
 
 #include "tw_libc.h"
 
-int tw_sem_wake(const sem_t *sem);  /* wait.c */
 
 TW_EXPORT int pthread_cond_wait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex) {
     if (!tw_libc_virtual() || !tw_libc_keeper()) return tw_real.cond_wait(cond, mutex);
@@ -25,7 +24,7 @@ TW_EXPORT int pthread_cond_wait(pthread_cond_t *restrict cond, pthread_mutex_t *
     tw_libc_block_begin(0);   /* it holds the mutex: no settling, no jump (tw_tk_block_begin) */
     int r = tw_real.cond_wait(cond, mutex);
     tw_cv_wait_end(cond);
-    tw_libc_block_end((__atomic_load_n(&cond->__data.__wrefs, __ATOMIC_RELAXED) & 1) ? TW_WAKE_ANY : TW_WAKE_LOCAL);
+    tw_libc_block_end(tw_cond_wake(cond));
     return r;
 }
 

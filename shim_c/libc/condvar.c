@@ -37,13 +37,13 @@ static inline uint32_t *note_of(const void *cond) {
 
 uint32_t tw_cv_notes(const void *cond) { return cond ? __atomic_load_n(note_of(cond), __ATOMIC_ACQUIRE) : 0; }
 
-/* glibc's condvar (nptl; checked on 2.36): __wrefs bit 0 is process-shared, bits 3+ count its waiters */
-static inline unsigned wrefs(const pthread_cond_t *c) { return __atomic_load_n(&c->__data.__wrefs, __ATOMIC_ACQUIRE); }
+static inline int shared(const void *c) { return tw_cond_wake(c) == TW_WAKE_ANY; }
+/* glibc's condvar (nptl; checked on 2.36): bits 3+ of __wrefs count its waiters (wait.c reads its other bits) */
+static inline int has_waiters(const pthread_cond_t *c) { return __atomic_load_n(&c->__data.__wrefs, __ATOMIC_ACQUIRE) >> 3; }
 
 static void notify(pthread_cond_t *cond) {
     __atomic_add_fetch(note_of(cond), 1, __ATOMIC_ACQ_REL);
-    unsigned w = wrefs(cond);
-    if ((w >> 3) && !(w & 1) && tw_libc_virtual() && tw_libc_keeper()) {
+    if (has_waiters(cond) && !shared(cond) && tw_libc_virtual() && tw_libc_keeper()) {
         tw_libc_depth++;
         tw_tk_msg_sent(tw_msg_cond_key(cond), 1);
         tw_libc_depth--;
@@ -62,7 +62,7 @@ TW_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond) {
 
 /* The calling thread is about to wait on cond (the keeper on): it is the reader a hold waits for. */
 void tw_cv_wait_begin(const void *cond) {
-    if (wrefs(cond) & 1) return;
+    if (shared(cond)) return;
     tw_libc_depth++;
     tw_tk_msg_reader(tw_msg_cond_key(cond));
     tw_libc_depth--;
@@ -70,7 +70,7 @@ void tw_cv_wait_begin(const void *cond) {
 
 /* Its wait ended: what was signalled is seen (the hold ends). */
 void tw_cv_wait_end(const void *cond) {
-    if (wrefs(cond) & 1) return;
+    if (shared(cond)) return;
     uint64_t t;
     tw_libc_depth++;
     (void)tw_tk_msg_at(tw_msg_cond_key(cond), &t);

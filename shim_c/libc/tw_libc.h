@@ -191,6 +191,9 @@ int tw_libc_real_lock_wait(int wake) TW_HIDDEN;
 int tw_real_cond_notify(void *cond, int all) TW_HIDDEN;   /* the real pthread_cond_signal (0) / broadcast (1) */
 /* Condvar hand-overs (condvar.c): signals counted per condvar (a slice that timed out with the count moved is
  * a wake-up), and a signal to waiters held as a message to them (message.c's key, the keeper's holds). */
+/* Who can end a wait on a condvar or semaphore (wait.c): TW_WAKE_ANY for a process-shared one, else TW_WAKE_LOCAL */
+int tw_cond_wake(const void *cond) TW_HIDDEN;
+int tw_sem_wake(const void *sem) TW_HIDDEN;
 uint32_t tw_cv_notes(const void *cond) TW_HIDDEN;
 void tw_cv_wait_begin(const void *cond) TW_HIDDEN;
 void tw_cv_wait_end(const void *cond) TW_HIDDEN;

@@ -455,10 +455,11 @@ static clockid_t tw_cond_clock(const pthread_cond_t *c) {
  * 64-bit value) is 0 when private and FUTEX_PRIVATE_FLAG (128) when shared (glibc XORs it into the futex
  * operation; checked with sem_init on glibc 2.36). Reading it the other way round made every contended
  * Python lock (a private semaphore) wake at the run's latest time, dragging each process to the others. */
-static int tw_cond_wake(const pthread_cond_t *c) {
+int tw_cond_wake(const void *cond) {
+    const pthread_cond_t *c = cond;
     return (__atomic_load_n(&c->__data.__wrefs, __ATOMIC_RELAXED) & 1) ? TW_WAKE_ANY : TW_WAKE_LOCAL;
 }
-int tw_sem_wake(const sem_t *sem) {
+int tw_sem_wake(const void *sem) {
     const int *priv = (const int *)((const char *)sem + sizeof(uint64_t));
     return *priv == 0 ? TW_WAKE_LOCAL : TW_WAKE_ANY;
 }
