@@ -158,12 +158,10 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     # input thread (integrations/vllm_plugin/input_clock.py)
     # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c), and a wait's first
     # look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look)
-    for name, on in (("TIMEWARP_MSG_STAMPS", 1), ("TIMEWARP_POLL_SYNC", 1), ("TIMEWARP_SIGNAL_FIRST", 1),
-                     ("TIMEWARP_EXECUTOR_CLOCK", 1), ("TIMEWARP_VLLM_INPUT_CLOCK", 1), ("TIMEWARP_GIL_MODEL", 1),
-                     ("TIMEWARP_WAIT_FIRST_LOOK", 1)):
+    for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK",
+                 "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL", "TIMEWARP_WAIT_FIRST_LOOK"):
         if base.get(name) not in (None, "", "0", "1"):
-            raise LauncherError(f"{name}={base[name]!r}: expected 0 (off{'' if on else ', the default'}) or 1 "
-                                f"(on{', the default' if on else ''})")
+            raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
     return env
 
