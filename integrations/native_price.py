@@ -47,12 +47,12 @@ def native(fn):
     return charged_native
 
 
-# (module, class, methods, how they are marked): transformers 5's TokenizersBackend and 4's
-# PreTrainedTokenizerFast, and vLLM's detokenizer, run the Rust tokenizer in each call.
+# (module, class, methods): transformers 5's TokenizersBackend and 4's PreTrainedTokenizerFast, and vLLM's
+# detokenizer, run the Rust tokenizer in each call.
 _TARGETS = (
-    ("transformers.tokenization_utils_tokenizers", "TokenizersBackend", ("_encode_plus", "_batch_encode_plus", "_decode"), native),
-    ("transformers.tokenization_utils_fast", "PreTrainedTokenizerFast", ("_encode_plus", "_batch_encode_plus", "_decode"), native),
-    ("vllm.v1.engine.detokenizer", "FastIncrementalDetokenizer", ("decode_next",), native),
+    ("transformers.tokenization_utils_tokenizers", "TokenizersBackend", ("_encode_plus", "_batch_encode_plus", "_decode")),
+    ("transformers.tokenization_utils_fast", "PreTrainedTokenizerFast", ("_encode_plus", "_batch_encode_plus", "_decode")),
+    ("vllm.v1.engine.detokenizer", "FastIncrementalDetokenizer", ("decode_next",)),
 )
 _ONLY_IF_IMPORTED = ("vllm",)   # packages heavy to import: marked only in programs that run them already
 
@@ -66,7 +66,7 @@ def install() -> list[str]:
     except OSError:
         return []
     done, seen = [], set()
-    for module, cls_name, methods, mark in _TARGETS:
+    for module, cls_name, methods in _TARGETS:
         package = module.partition(".")[0]
         if package in _ONLY_IF_IMPORTED and package not in sys.modules:
             continue
@@ -82,6 +82,6 @@ def install() -> list[str]:
             if f is None:
                 continue
             if not getattr(f, "_timewarp_native", False):
-                setattr(cls, name, mark(f))
+                setattr(cls, name, native(f))
             done.append(f"{cls_name}.{name}")
     return done
