@@ -46,8 +46,12 @@ void tw_clock_io_thread(void) {
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_OWN, __ATOMIC_RELEASE);
 }
 /* An own-clock thread that hands what it receives to its process's other threads through memory (vLLM's
- * EngineCore input thread and its queue): tw_sync_inputs waits for it. */
+ * EngineCore input thread and its queue): tw_sync_inputs waits for it, and a thread its semaphore posts
+ * wake resumes no earlier than the post (shim_c/libc/semaphore.c). */
+static __thread int thread_feeder;
+int tw_clock_is_feeder(void) { return thread_feeder; }
 void tw_clock_feeder_thread(void) {
+    thread_feeder = 1;
     tw_clock_io_thread();
     tw_tk_slot *s = keeper_slot();
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);

@@ -33,8 +33,10 @@ TW_EXPORT int sem_wait(sem_t *sem) {
     /* An uncontended semaphore (most of Python's lock acquisitions) is taken without waiting: announcing
      * an idle thread for it would let the keeper jump the clock past this one, which is running. */
     if (sem_trywait(sem) == 0) return 0;
+    tw_sem_wait_begin(sem);
     tw_libc_block_begin(1);
     int r = tw_real.sem_wait(sem);
     tw_libc_block_end(tw_sem_wake(sem));
+    tw_sem_wait_end(sem);
     return r;
 }

@@ -50,8 +50,9 @@ static void *tw_resolve_cond(const char *name) {
     return p ? p : dlsym(RTLD_NEXT, name);
 }
 
-/* pthread_cond_signal/broadcast (condvar.c counts them) pass through whatever the shim's state: resolved here
- * if tw_libc_init has not run (a call from another library's constructor, or from within dlsym). */
+/* pthread_cond_signal/broadcast (condvar.c counts them) and sem_post (semaphore.c) pass through whatever the
+ * shim's state: resolved here if tw_libc_init has not run (a call from another library's constructor, or from
+ * within dlsym). */
 int tw_real_cond_notify(void *cond, int all) {
     int (*f)(void *) = all ? tw_real.cond_broadcast : tw_real.cond_signal;
     if (__builtin_expect(f == NULL, 0)) {
@@ -59,6 +60,15 @@ int tw_real_cond_notify(void *cond, int all) {
         memcpy(&f, &p, sizeof p);
     }
     return f(cond);
+}
+
+int tw_real_sem_post(void *sem) {
+    int (*f)(void *) = tw_real.sem_post;
+    if (__builtin_expect(f == NULL, 0)) {
+        void *p = dlsym(RTLD_NEXT, "sem_post");
+        memcpy(&f, &p, sizeof p);
+    }
+    return f(sem);
 }
 
 int tw_libc_epoch_ok;                           /* 0: epochs not read yet (or a fork child) */
@@ -118,6 +128,7 @@ int tw_libc_init(void) {
     R_SET(cond_signal, tw_resolve_cond("pthread_cond_signal"));
     R_SET(cond_broadcast, tw_resolve_cond("pthread_cond_broadcast"));
     R(sem_wait, "sem_wait");
+    R(sem_post, "sem_post");
     R(create, "pthread_create");
     R(setname_np, "pthread_setname_np");
     R(sched_yield, "sched_yield");
@@ -257,6 +268,8 @@ __attribute__((weak)) void tw_tk_before_exec(void) {}
 __attribute__((weak)) void tw_charge_pause(void) {}
 __attribute__((weak)) int tw_tk_sync_now(void) { return 0; }
 __attribute__((weak)) void tw_clock_io_thread(void) {}
+__attribute__((weak)) int tw_clock_is_feeder(void) { return 0; }
+__attribute__((weak)) uint64_t tw_clock_raise(uint64_t t) { return t; }
 __attribute__((weak)) int tw_gil_modelled_thread(void) { return 0; }
 __attribute__((weak)) void tw_gil_release_point(void) {}
 __attribute__((weak)) void tw_charge_resume(void) {}

@@ -45,7 +45,7 @@ static void notify(pthread_cond_t *cond) {
     __atomic_add_fetch(note_of(cond), 1, __ATOMIC_ACQ_REL);
     if (has_waiters(cond) && !shared(cond) && tw_libc_virtual() && tw_libc_keeper()) {
         tw_libc_depth++;
-        tw_tk_msg_sent(tw_msg_cond_key(cond), 1);
+        tw_tk_msg_sent(tw_msg_sync_key(cond), 1);
         tw_libc_depth--;
     }
 }
@@ -64,7 +64,7 @@ TW_EXPORT int pthread_cond_broadcast(pthread_cond_t *cond) {
 void tw_cv_wait_begin(const void *cond) {
     if (shared(cond)) return;
     tw_libc_depth++;
-    tw_tk_msg_reader(tw_msg_cond_key(cond));
+    tw_tk_msg_reader(tw_msg_sync_key(cond));
     tw_libc_depth--;
 }
 
@@ -73,6 +73,6 @@ void tw_cv_wait_end(const void *cond) {
     if (shared(cond)) return;
     uint64_t t;
     tw_libc_depth++;
-    (void)tw_tk_msg_at(tw_msg_cond_key(cond), &t);
+    (void)tw_tk_msg_at(tw_msg_sync_key(cond), &t);
     tw_libc_depth--;
 }

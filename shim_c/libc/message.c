@@ -106,8 +106,9 @@ static uint32_t my_pid(void) {
     return cached_pid;
 }
 
-/* A process-private condvar, as a channel within this process (condvar.c: a signal is its message). */
-uint64_t tw_msg_cond_key(const void *cond) { return mix(mix('C', my_pid()), (uint64_t)(uintptr_t)cond); }
+/* A process-private condvar or semaphore, as a channel within this process (condvar.c: a signal is its
+ * message; semaphore.c: a feeder's post). Two such objects never share an address at once. */
+uint64_t tw_msg_sync_key(const void *obj) { return mix(mix('C', my_pid()), (uint64_t)(uintptr_t)obj); }
 
 /* The inode of a connected Unix socket's peer, from the kernel's sock_diag (0: not connected, or unknown). */
 static uint32_t unix_peer_inode(uint32_t ino) {

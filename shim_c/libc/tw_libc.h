@@ -128,6 +128,7 @@ typedef struct tw_libc_real {
     int (*cond_signal)(void *);
     int (*cond_broadcast)(void *);
     int (*sem_wait)(void *);
+    int (*sem_post)(void *);
     int (*create)(void *, const void *, void *(*)(void *), void *);
     int (*setname_np)(unsigned long, const char *);
     int (*sched_yield)(void);
@@ -189,6 +190,7 @@ void tw_libc_block_end(int wake) TW_HIDDEN;
  * thread's wait on its own process's locks; common.c) */
 int tw_libc_real_lock_wait(int wake) TW_HIDDEN;
 int tw_real_cond_notify(void *cond, int all) TW_HIDDEN;   /* the real pthread_cond_signal (0) / broadcast (1) */
+int tw_real_sem_post(void *sem) TW_HIDDEN;
 /* Condvar hand-overs (condvar.c): signals counted per condvar (a slice that timed out with the count moved is
  * a wake-up), and a signal to waiters held as a message to them (message.c's key, the keeper's holds). */
 /* Who can end a wait on a condvar or semaphore (wait.c): TW_WAKE_ANY for a process-shared one, else TW_WAKE_LOCAL */
@@ -197,9 +199,16 @@ int tw_sem_wake(const void *sem) TW_HIDDEN;
 uint32_t tw_cv_notes(const void *cond) TW_HIDDEN;
 void tw_cv_wait_begin(const void *cond) TW_HIDDEN;
 void tw_cv_wait_end(const void *cond) TW_HIDDEN;
-uint64_t tw_msg_cond_key(const void *cond) TW_HIDDEN;
+/* Semaphore hand-overs (semaphore.c): a feeder thread's post is a message to the waiter, which resumes no
+ * earlier than it (tw_sem_wait_end, after the wait's end has set the thread running). */
+void tw_sem_wait_begin(const void *sem) TW_HIDDEN;
+void tw_sem_wait_end(const void *sem) TW_HIDDEN;
+int tw_clock_is_feeder(void);        /* core (vclock.c); weak fallbacks in common.c */
+uint64_t tw_clock_raise(uint64_t t);
+uint64_t tw_msg_sync_key(const void *obj) TW_HIDDEN;   /* a private condvar's or semaphore's channel */
 void tw_tk_msg_sent(uint64_t key, int hold);   /* the keeper's message table (core; weak fallbacks in message.c) */
 int tw_tk_msg_at(uint64_t key, uint64_t *t);
+int tw_tk_msg_first_at(uint64_t key, uint64_t *t);
 void tw_tk_msg_reader(uint64_t key);
 /* Message stamps (message.c): after a wait's real call, what became ready (r: its result), then at the
  * wait's end the wake rule: TW_WAKE_AT with *t (the latest write among readable descriptors), TW_WAKE_ANY

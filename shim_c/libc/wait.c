@@ -398,26 +398,31 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
  * deadline that cannot be translated (none, a clock that is not virtual, malformed) goes through as it is.
  * Timed out: ETIMEDOUT returned (pthread_*), or -1 with errno ETIMEDOUT (sem_*). cv: the condvar waited on
  * (NULL for other objects): its hand-overs are condvar.c's, and its waiter never jumps the clock (it holds
- * the mutex that the thread about to wake it may need). */
-#define TW_ABS_WAIT(clk, abs, call_with) TW_ABS_WAIT_WAKE(clk, abs, call_with, TW_WAKE_LOCAL, NULL)
-#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake, cv)                                                      \
+ * the mutex that the thread about to wake it may need). sem: the semaphore waited on (NULL for others): its
+ * feeders' posts are semaphore.c's. */
+#define TW_ABS_WAIT(clk, abs, call_with) TW_ABS_WAIT_WAKE(clk, abs, call_with, TW_WAKE_LOCAL, NULL, NULL)
+#define TW_ABS_WAIT_WAKE(clk, abs, call_with, wake, cv, sem)                                                 \
     do {                                                                                                     \
         struct timespec tw_real_abs_;                                                                        \
         uint64_t tw_target_;                                                                                 \
         if (!tw_libc_virtual() || !tw_libc_abs_deadline((clk), (abs), &tw_real_abs_, &tw_target_))           \
             return call_with(abs);                                                                           \
         const void *tw_cv_ = (cv);   /* a condvar: the caller holds its mutex */                             \
+        const void *tw_sem_ = (sem);                                                                         \
         if (tw_libc_keeper() && tw_libc_real_lock_wait(wake)) { /* real time (common.c) */                   \
             if (tw_cv_) tw_cv_wait_begin(tw_cv_);                                                            \
+            if (tw_sem_) tw_sem_wait_begin(tw_sem_);                                                         \
             tw_libc_block_begin(tw_cv_ == NULL);                                                             \
             int tw_r_ = call_with(&tw_real_abs_);                                                            \
             if (tw_cv_) tw_cv_wait_end(tw_cv_);                                                              \
             tw_libc_block_end(TW_WAKE_LOCAL);                                                                \
+            if (tw_sem_) tw_sem_wait_end(tw_sem_);                                                           \
             return tw_r_;                                                                                    \
         }                                                                                                    \
         if (tw_libc_keeper()) { /* slices of real time until an event or the keeper reaches the deadline */  \
             uint32_t tw_notes_ = tw_cv_notes(tw_cv_); /* the caller holds the mutex: none sent for it yet */ \
             if (tw_cv_) tw_cv_wait_begin(tw_cv_);                                                            \
+            if (tw_sem_) tw_sem_wait_begin(tw_sem_);                                                         \
             tw_libc_kw_begin(tw_target_);                                                                    \
             for (;;) {                                                                                       \
                 int tw_due_ = tw_libc_kw_due(tw_target_, tw_cv_ == NULL);                                    \
@@ -428,6 +433,7 @@ TW_EXPORT int sigtimedwait(const sigset_t *restrict set, siginfo_t *restrict inf
                 if (!tw_to_ || tw_due_) {                                                                    \
                     if (tw_cv_) tw_cv_wait_end(tw_cv_);                                                      \
                     tw_libc_kw_end(tw_to_, tw_target_, (wake));                                              \
+                    if (tw_sem_ && !tw_to_) tw_sem_wait_end(tw_sem_);                                        \
                     return tw_r_;                                                                            \
                 }                                                                                            \
             }                                                                                                \
@@ -467,23 +473,23 @@ int tw_sem_wake(const void *sem) {
 #define TW_CALL_COND_TIMEDWAIT(a) tw_real.cond_timedwait(cond, mutex, a)
 TW_EXPORT int pthread_cond_timedwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
                                      const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT, tw_cond_wake(cond), cond);
+    TW_ABS_WAIT_WAKE(tw_cond_clock(cond), abs, TW_CALL_COND_TIMEDWAIT, tw_cond_wake(cond), cond, NULL);
 }
 
 #define TW_CALL_COND_CLOCKWAIT(a) tw_real.cond_clockwait(cond, mutex, clk, a)
 TW_EXPORT int pthread_cond_clockwait(pthread_cond_t *restrict cond, pthread_mutex_t *restrict mutex,
                                      clockid_t clk, const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_COND_CLOCKWAIT, tw_cond_wake(cond), cond);
+    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_COND_CLOCKWAIT, tw_cond_wake(cond), cond, NULL);
 }
 
 #define TW_CALL_SEM_TIMEDWAIT(a) tw_real.sem_timedwait(sem, a)
 TW_EXPORT int sem_timedwait(sem_t *restrict sem, const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT, tw_sem_wake(sem), NULL);
+    TW_ABS_WAIT_WAKE(CLOCK_REALTIME, abs, TW_CALL_SEM_TIMEDWAIT, tw_sem_wake(sem), NULL, sem);
 }
 
 #define TW_CALL_SEM_CLOCKWAIT(a) tw_real.sem_clockwait(sem, clk, a)
 TW_EXPORT int sem_clockwait(sem_t *restrict sem, clockid_t clk, const struct timespec *restrict abs) {
-    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_SEM_CLOCKWAIT, tw_sem_wake(sem), NULL);
+    TW_ABS_WAIT_WAKE(clk, abs, TW_CALL_SEM_CLOCKWAIT, tw_sem_wake(sem), NULL, sem);
 }
 
 #define TW_CALL_MUTEX_TIMEDLOCK(a) tw_real.mutex_timedlock(mutex, a)

@@ -4,7 +4,9 @@ vclock.c, tw_tk_wake). The pattern of vLLM's idle EngineCore: its gloo process g
 every few ms while its busy loop waits on its input queue. Without the request (OFF=1), their timeouts move
 the process's timeline: messages were taken up to 25 ms after the feeder put them, in 4 of 6 runs of 20
 messages; with it, 0.04-0.11 ms (twentieth session). The rule is not on by default: with it in every process,
-vLLM's TP=2 start-up hung in 2 of 8 full test-suite runs (twentieth to twenty-second sessions).
+vLLM's TP=2 start-up hung in 2 of 8 full test-suite runs (twentieth to twenty-second sessions). It also shows
+a feeder's post waking the main thread at the post's time (shim_c/libc/semaphore.c): before, beside CPU hogs,
+the main thread's wait for the GIL the feeder held could cost it 5 ms switch intervals (twenty-fifth session).
 
 A writer (a child process) sends ROUNDS messages, each after sleeping GAP virtual seconds, each carrying its
 send time. In the reader, a gloo process group of one rank starts gloo's socket loop; a feeder thread (its own
