@@ -227,10 +227,14 @@ def test_a_condvar_hand_over_is_neither_lost_nor_jumped_over(tmp_path):
     timed out was lost (glibc had cancelled the wait), and a woken waiter that had not yet run let the clock
     jump to its deadline while a thread settled holding the mutex: 4-112 of 2000 rounds ended at their 100 s
     deadline before (gloo's Pair::waitUntilConnected hung vLLM's TP=2 start-up this way); none with the
-    counted signals, the hold on a signal to waiters and the look at runnable waiters before big jumps."""
+    counted signals, the hold on a signal to waiters and the look at runnable waiters before big jumps.
+    Beside four CPU hogs, one round ran to its deadline in about 1 run in 7 still (8 of 58; once in a suite
+    run): the keeper's settle counted changes from after its scan of the table, and jumped by a scan taken
+    before the waiter's next round had begun (core/tk_shared.c, advance). None in 25 since."""
     exe = tmp_path / "cond_slices"
     subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(PROGS / "cond_slices.c"), "-lpthread"], check=True)
-    r = timewarp("run", "--", str(exe), "2000")
+    with cpu_hogs(4):
+        r = timewarp("run", "--", str(exe), "2000")
     assert r.returncode == 0, r.stderr[-3000:]
     t = json.loads(r.stdout.strip().splitlines()[-1])
     assert t["rounds"] == 2000 and t["lost"] == 0 and t["jumped"] == 0, t

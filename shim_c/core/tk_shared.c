@@ -326,16 +326,20 @@ static int waiter_runnable(tw_tk_shared *k) {
     return 0;
 }
 
+/* The changes are counted from before each scan: a change between a scan and the pause after it went
+ * unseen, and the jump went by a table that was no longer there (tests/progs/cond_slices.c beside four CPU
+ * hogs: the waiter had begun its next round, with a later deadline, and the notifier ran; 1 run in about 10
+ * jumped a round to its 100 s deadline). */
 static uint64_t advance(tw_tk_shared *k, int may_jump) {
     uint64_t g = LOAD(&k->safe);
     int running;
+    uint64_t c0 = LOAD(&k->changes);
     uint64_t lo = scan(k, &running);
     if (!may_jump && !running && lo != UINT64_MAX && lo > g) {
         tw_tk_wake_all(k);   /* the waiters look themselves, and jump after settling */
         return g;
     }
     for (int i = 0; !running && lo != UINT64_MAX && lo > g && i < SETTLE_TRIES; i++) {
-        uint64_t c0 = LOAD(&k->changes);
         int64_t pause = settle_ns(lo - g), until = tw_tk_real_ns() + pause;
         while (LOAD(&k->changes) == c0 && tw_tk_real_ns() < until) {
             if (pause > 100000) {   /* long pauses sleep in small steps instead of spinning */
@@ -346,6 +350,7 @@ static uint64_t advance(tw_tk_shared *k, int may_jump) {
             }
         }
         if (LOAD(&k->changes) == c0 && (lo - g < WOKEN_CHECK_JUMP || !waiter_runnable(k))) break;
+        c0 = LOAD(&k->changes);
         lo = scan(k, &running);
         g = LOAD(&k->safe);
     }
