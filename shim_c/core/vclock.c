@@ -49,9 +49,12 @@ void tw_clock_io_thread(void) {
  * EngineCore input thread and its queue): tw_sync_inputs waits for it, and a thread its semaphore posts
  * wake resumes no earlier than the post (shim_c/libc/semaphore.c). */
 static __thread int thread_feeder;
+static _Atomic int process_feeders;
 int tw_clock_is_feeder(void) { return thread_feeder; }
+int tw_clock_has_feeder(void) { return atomic_load_explicit(&process_feeders, memory_order_relaxed); }
 void tw_clock_feeder_thread(void) {
     thread_feeder = 1;
+    atomic_store_explicit(&process_feeders, 1, memory_order_relaxed);
     tw_clock_io_thread();
     tw_tk_slot *s = keeper_slot();
     if (s) __atomic_or_fetch(&s->flags, TW_SLOT_FEEDER, __ATOMIC_RELEASE);

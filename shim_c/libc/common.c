@@ -269,6 +269,7 @@ __attribute__((weak)) void tw_charge_pause(void) {}
 __attribute__((weak)) int tw_tk_sync_now(void) { return 0; }
 __attribute__((weak)) void tw_clock_io_thread(void) {}
 __attribute__((weak)) int tw_clock_is_feeder(void) { return 0; }
+__attribute__((weak)) int tw_clock_has_feeder(void) { return 0; }
 __attribute__((weak)) uint64_t tw_clock_raise(uint64_t t) { return t; }
 __attribute__((weak)) int tw_gil_modelled_thread(void) { return 0; }
 __attribute__((weak)) void tw_gil_release_point(void) {}

@@ -204,6 +204,7 @@ void tw_cv_wait_end(const void *cond) TW_HIDDEN;
 void tw_sem_wait_begin(const void *sem) TW_HIDDEN;
 void tw_sem_wait_end(const void *sem) TW_HIDDEN;
 int tw_clock_is_feeder(void);        /* core (vclock.c); weak fallbacks in common.c */
+int tw_clock_has_feeder(void);
 uint64_t tw_clock_raise(uint64_t t);
 uint64_t tw_msg_sync_key(const void *obj) TW_HIDDEN;   /* a private condvar's or semaphore's channel */
 void tw_tk_msg_sent(uint64_t key, int hold);   /* the keeper's message table (core; weak fallbacks in message.c) */

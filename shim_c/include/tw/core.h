@@ -105,6 +105,7 @@ void tw_sync_until(uint64_t t);
 int tw_sync_inputs(void);   /* vclock.c: wait for what feeder threads and other processes may hand over */
 void tw_clock_feeder_thread(void);
 int tw_clock_is_feeder(void);   /* whether the calling thread is one (semaphore.c) */
+int tw_clock_has_feeder(void);  /* whether a thread of this process is one */
 /* From now on, a timeout of a thread of this process that is not Python's does not move its timeline. */
 void tw_clock_idle_timers_private(void);
 /* Stop and restart charging the calling thread's CPU time (nests): for work the emulator does on the
