@@ -17,7 +17,8 @@
 #      cases), their GPU activities -> prof_kernels_caseK.csv.gz (predictors/calibration/profile_kernels.py),
 #      their results -> prof_caseK.json (not part of the reference: the profiler slows the host).
 #      SPY (default none): the path of a py-spy binary; each case's EngineCore threads are sampled at 250 Hz
-#      without pausing it (--nonblocking; idle samples included) -> spy_caseK.txt (collapsed stacks).
+#      without pausing it (--nonblocking; idle samples included) -> spy_caseK.txt (collapsed stacks), and
+#      the API server's -> spy_api_caseK.txt.
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -84,6 +85,10 @@ if [ $ready = 1 ]; then
       "$SPY" record --pid "$(pgrep -f VLLM::EngineCore | head -1)" --nonblocking --idle --threads --rate 250 \
         --format raw -o "$OUT/spy_$name.txt" --duration 600 > "$OUT/spy_$name.log" 2>&1 &
       spy=$!
+      # and the API server's threads (its event loop, the tokenizer pool): the HTTP path of "client less server"
+      "$SPY" record --pid $srv --nonblocking --idle --threads --rate 250 \
+        --format raw -o "$OUT/spy_api_$name.txt" --duration 600 > "$OUT/spy_api_$name.log" 2>&1 &
+      spy="$spy $!"
     fi
     proc_cpu python3 "$name start" $srv >> "$OUT/proc_cpu.txt"
     TIMEFORMAT="$name client user=%U sys=%S wall=%R"
