@@ -9,8 +9,8 @@
  * the run's clock, were due at once, so each real moment the feeder still held the GIL (preempted on a loaded
  * machine) cost the woken thread a whole switch interval of virtual time: idle_timers.py under three CPU
  * hogs, 200 messages, took messages 5.0-5.5 ms after they were put in 6 of 26 runs (a CI run failed on it);
- * with this file, in none of 12 (nor of 28 with a first version of it). Virtually the GIL was free when that thread asked: the feeder took it later,
- * at its own time.
+ * with this file, in none of 12 (nor of 28 with a first version of it). Virtually the GIL was free when that
+ * thread asked: the feeder took it later, at its own time.
  *
  * So a feeder's post to a private semaphore is a message to the semaphore's waiter (message.c's channel for
  * the object): stamped with the feeder's time, and held like a condvar's signal (condvar.c) while a waiter
@@ -53,9 +53,10 @@ void tw_sem_wait_begin(const void *sem) {
 }
 
 /* Its wait ended (tw_libc_kw_end or tw_libc_block_end has set the thread running): a feeder's post it had not
- * seen raises it to the post's time, and is seen (the hold ends). */
+ * seen raises it to the post's time, and is seen (the hold ends). Only a feeder of the waiter's own process
+ * stamps the semaphore's channel: elsewhere there is nothing to look up. */
 void tw_sem_wait_end(const void *sem) {
-    if (!private_sem(sem)) return;
+    if (!tw_clock_has_feeder() || !private_sem(sem)) return;
     int saved = errno;
     uint64_t key = tw_msg_sync_key(sem), first, t;
     tw_libc_depth++;
