@@ -40,6 +40,8 @@ REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_202
                                  "vllm_2026-12-01r", "vllm_2026-12-01s",
                                  "vllm_2026-12-01t", "vllm_2026-12-02u", "vllm_2026-12-02v",
                                  "vllm_2026-12-02w")]
+# runs whose CPU times per process count, but not their metrics (py-spy sampled them)
+CPU_ONLY_DIRS = [DATA / "vllm_spy_2026-12-03x"]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
@@ -243,6 +245,62 @@ def prefix_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
+def proc_cpu(d: Path) -> dict[str, dict[str, list[float]]]:
+    """Per case, the CPU seconds the API server and the EngineCore spent over the whole client command, from
+    proc_cpu.txt: [host CPU] on a real run; [host CPU, charged virtual s] on an emulated run that logged its
+    charges (TIMEWARP_CHARGE_DIR; the charged columns hold Python's and native code's virtual charge). The API
+    server is the busiest python process of the server's tree (the other is multiprocessing's resource tracker)."""
+    f = d / "proc_cpu.txt"
+    if not f.exists():
+        return {}
+    at: dict[tuple[str, str], dict[int, tuple[str, list[float]]]] = {}
+    for line in f.read_text().splitlines():
+        w = line.split()
+        if len(w) < 5 or w[1] not in ("start", "end"):
+            continue
+        vals = [float(w[4]) + float(w[5])]
+        if len(w) >= 12:
+            vals.append(float(w[7]) + float(w[9]))   # Python's and native code's virtual charge
+        at.setdefault((w[0], w[1]), {})[int(w[2])] = (w[3], vals)
+    out: dict[str, dict[str, list[float]]] = {}
+    for (case, edge), procs in at.items():
+        start = at.get((case, "start"), {})
+        if edge != "end":
+            continue
+        roles: dict[str, list[float]] = {}
+        for pid, (comm, vals) in procs.items():
+            if pid not in start or len(start[pid][1]) != len(vals):
+                continue
+            delta = [e - b for e, b in zip(vals, start[pid][1])]
+            role = "EngineCore" if comm.startswith("VLLM::Engine") else "API server" if comm.startswith("python") else None
+            if role and (role not in roles or delta[0] > roles[role][0]):
+                roles[role] = delta
+        out[case] = roles
+    return out
+
+
+def cpu_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
+    """CPU per process per case (the whole client command: its start-up, warm-up and main run): the real
+    host's, this machine's, and what the emulation charged for it in virtual time. The API server's host work
+    decides the HTTP path of TTFT ("client less server")."""
+    emu = proc_cpu(emulated)
+    real: dict[str, dict[str, list[float]]] = {}
+    for d in real_dirs:
+        for case, roles in proc_cpu(d).items():
+            for role, v in roles.items():
+                real.setdefault(case, {}).setdefault(role, []).append(v[0])
+    lines = ["CPU s per case, whole client command: real host (mean of runs) | here | charged (virtual)",
+             "| case | API server real | here | charged | EngineCore real | here | charged |", "|---|---|---|---|---|---|---|"]
+    for case in sorted(set(emu) & set(real), key=lambda c: (len(c), c)):
+        cells = [f"{case} ({len(next(iter(real[case].values())))})"]
+        for role in ("API server", "EngineCore"):
+            r, e = real[case].get(role), emu[case].get(role)
+            cells.append(f"{sum(r) / len(r):.2f}" if r else "?")
+            cells += [f"{e[0]:.2f}" if e else "?", f"{e[1]:.2f}" if e and len(e) > 1 else "?"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines if len(lines) > 3 else []
+
+
 def compare(emulated: Path, real_dirs: list[Path]) -> list[str]:
     real = real_reference(real_dirs, prefix_hits(emulated))
     emu, wall = load_cases(emulated), wall_times(emulated)
@@ -295,6 +353,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(compare(d, a.real)))
         print("\n".join(prefix_table(d, a.real)))
         print("\n".join(phase_table(d, a.real)))
+        print("\n".join(cpu_table(d, a.real + CPU_ONLY_DIRS)))
     if len(a.emulated) > 1:
         print("\n".join(spread(a.emulated, a.real)))
     left_out = reference_runs(a.real, prefix_hits(a.emulated[0]))[1]

@@ -23,10 +23,13 @@ mono_ns() { "$1" -c "import time; print(time.perf_counter_ns())"; }
 
 # proc_cpu PY LABEL ROOT_PID: one line per process of the tree under ROOT_PID (it included), "LABEL pid comm
 # user_s sys_s" (the CPU time each has used so far), taken before and after each case: the API server's and the
-# EngineCore's CPU per case (the bench client's comes from bash's `time` around it, as TIMEFORMAT lines)
+# EngineCore's CPU per case (the bench client's comes from bash's `time` around it, as TIMEFORMAT lines).
+# Under timewarp with TIMEWARP_CHARGE_DIR set (shim_c/core/charge_log.c), six more columns: what the process's
+# CPU was charged so far, s: Python's host CPU and its virtual charge, native code's host CPU and its virtual
+# charge, time added for the real stack's host paths, host CPU before the clock's reading overhead came off
 proc_cpu() {
   "$1" - "$2" "$3" <<'PYEOF'
-import os, sys
+import os, struct, sys
 label, root = sys.argv[1], int(sys.argv[2])
 tck = os.sysconf("SC_CLK_TCK")
 stats = {}
@@ -46,6 +49,26 @@ while grew:
             tree.add(pid); grew = True
 for pid in sorted(tree & stats.keys()):
     comm, _pp, u, s = stats[pid]
-    print(f"{label} {pid} {comm.replace(' ', '_')} {u / tck:.2f} {s / tck:.2f}")
+    extra = ""
+    try:
+        with open(f"{os.environ['TIMEWARP_CHARGE_DIR']}/charge.{pid}", "rb") as f:
+            extra = "".join(f" {v / 1e9:.3f}" for v in struct.unpack("<6Q", f.read(48)))
+    except (KeyError, OSError, struct.error):
+        pass
+    print(f"{label} {pid} {comm.replace(' ', '_')} {u / tck:.2f} {s / tck:.2f}{extra}")
+PYEOF
+}
+
+# charge_sum PY LABEL DIR: "LABEL" and the six charge columns of proc_cpu summed over DIR's charge files (the bench
+# client's processes of one case)
+charge_sum() {
+  "$1" - "$2" "$3" <<'PYEOF'
+import glob, struct, sys
+tot = [0] * 6
+for p in glob.glob(sys.argv[2] + "/charge.*"):
+    with open(p, "rb") as f:
+        for i, v in enumerate(struct.unpack("<6Q", f.read(48))):
+            tot[i] += v
+print(sys.argv[1] + "".join(f" {v / 1e9:.3f}" for v in tot))
 PYEOF
 }

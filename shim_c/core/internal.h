@@ -33,6 +33,16 @@ void tw_gil_note_idle(uint64_t from, uint64_t to);
 int tw_gil_modelled_thread(void);   /* gil.c: the calling thread's GIL waits are modelled */
 int tw_clock_on_timeline(void);     /* vclock.c: the calling thread reads its process's shared clock */
 
+/* charge_log.c: running totals of what this process's CPU was charged (TIMEWARP_CHARGE_DIR), or NULL */
+enum tw_charge_field { TW_CHARGE_HOST_PY, TW_CHARGE_VIRT_PY, TW_CHARGE_HOST_NATIVE, TW_CHARGE_VIRT_NATIVE,
+                       TW_CHARGE_ADDED, TW_CHARGE_RAW, TW_CHARGE_FIELDS };
+#include <stdatomic.h>
+extern _Atomic uint64_t *tw_charge_tab;
+static inline void tw_charge_count(int f, uint64_t ns) {
+    if (__builtin_expect(tw_charge_tab != NULL, 0) && ns)
+        atomic_fetch_add_explicit(&tw_charge_tab[f], ns, memory_order_relaxed);
+}
+
 /* blas_lazy.c: what cuBLAS does on the host before a GEMM's kernel (its first-use load, waiting for the
  * device; the memset of stream-K kernels, split-K's reduction); called by tw_enqueue for GEMM operations */
 void tw_blas_before_gemm(struct tw_stream *s, const tw_op *op);

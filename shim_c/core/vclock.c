@@ -195,6 +195,7 @@ static __thread uint64_t forgive_ns;
 uint64_t tw_charge_add(uint64_t ns) {
     uint64_t t = tw_now();
     if (!ns || charge_paused) return t;
+    tw_charge_count(TW_CHARGE_ADDED, ns);
     t += ns;
     thread_now = t;
     if (shares_process_clock()) publish(t);
@@ -278,6 +279,7 @@ uint64_t tw_now(void) {
     /* a fork()ed child's thread inherits the parent thread's last reading, with its own CPU clock at 0 */
     uint64_t d = cpu > thread_cpu_last ? cpu - thread_cpu_last : 0;
     thread_cpu_last = cpu;
+    tw_charge_count(TW_CHARGE_RAW, d);
     d = d > read_overhead_ns ? d - read_overhead_ns : 0;
     if (__builtin_expect(forgive_ns != 0, 0)) {
         uint64_t f = forgive_ns < d ? forgive_ns : d;
@@ -288,7 +290,12 @@ uint64_t tw_now(void) {
      * that a binding marks (tw_clock_native) by the native probe's pace */
     if (thread_native) native_cpu_ns += d;
     double f = thread_native ? native_factor() : tw_clock_cpu_factor();
-    uint64_t t = thread_now + (f == 1.0 ? d : (uint64_t)(d * f));
+    uint64_t charged = f == 1.0 ? d : (uint64_t)(d * f);
+    if (__builtin_expect(tw_charge_tab != NULL, 0)) {
+        tw_charge_count(thread_native ? TW_CHARGE_HOST_NATIVE : TW_CHARGE_HOST_PY, d);
+        tw_charge_count(thread_native ? TW_CHARGE_VIRT_NATIVE : TW_CHARGE_VIRT_PY, charged);
+    }
+    uint64_t t = thread_now + charged;
     if (t < g && !thread_io_only) { clamp_note(g - t, 0, g); t = g; }
     if (tw_tk && !thread_private) {
         tw_tk_slot *s = tw_tk_thread_slot(t);
