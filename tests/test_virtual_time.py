@@ -181,6 +181,52 @@ def test_a_fixed_host_speed_replaces_the_pace():
     assert statistics.median(run.result["ratios"]) == pytest.approx(3, rel=0.05)
 
 
+_CHARGE_LOGGED = """
+import ctypes, json, os, struct, time
+shim = ctypes.CDLL(None)
+def charges(pid=None):
+    with open(f"{os.environ['TIMEWARP_CHARGE_DIR']}/charge.{pid or os.getpid()}", "rb") as f:
+        return struct.unpack("<6Q", f.read(48))
+def loop():
+    x = 0
+    for i in range(300000):
+        x += i & 7
+c0, t0 = charges(), time.perf_counter_ns()
+loop()
+c1, t1 = charges(), time.perf_counter_ns()
+was = shim.tw_clock_native(1)
+loop()
+shim.tw_clock_native(was)
+c2, t2 = charges(), time.perf_counter_ns()
+pid = os.fork()
+if pid == 0:
+    loop()
+    time.perf_counter()   # CPU time is charged at a reading of the clock
+    os._exit(0)
+os.waitpid(pid, 0)
+print(json.dumps({"py": [c1[i] - c0[i] for i in range(6)], "py_ns": t1 - t0, "native": [c2[i] - c1[i] for i in range(6)],
+                  "native_ns": t2 - t1, "child": charges(pid), "parent": [a - b for a, b in zip(charges(), c2)]}))
+"""
+
+
+def test_charges_are_logged_per_process(tmp_path):
+    """TIMEWARP_CHARGE_DIR (shim_c/core/charge_log.c): each process's running totals of CPU time and what it
+    was charged in virtual time, Python and native apart, in a file of its own that can be read while it runs
+    (a fork()ed child gets its own). At a fixed host speed of 3 the virtual charge is 3x the CPU time, and it
+    is what the clock advanced by."""
+    run = run_emulated(_CHARGE_LOGGED, env={"TIMEWARP_HOST_SPEED": "3", "TIMEWARP_CHARGE_DIR": str(tmp_path)})
+    assert run.rc == 0, run.stderr[-3000:]
+    r = run.result
+    host_py, virt_py, host_nat, virt_nat = r["py"][:4]
+    assert virt_py == pytest.approx(3 * host_py, rel=0.01) and host_nat < host_py / 20
+    assert virt_py == pytest.approx(r["py_ns"], rel=0.05)
+    host_py, virt_py, host_nat, virt_nat = r["native"][:4]
+    assert virt_nat == pytest.approx(3 * host_nat, rel=0.01) and virt_nat == pytest.approx(r["native_ns"], rel=0.1)
+    # the child's loop is in its own file, not in its parent's
+    assert r["child"][0] > 0.5 * r["py"][0]
+    assert r["parent"][0] < 0.5 * r["py"][0]
+
+
 @pytest.mark.parametrize("name,value", [("TIMEWARP_HOST_SPEED", "fast"), ("TIMEWARP_PACE_TARGET_US", "-3"),
                                         ("TIMEWARP_PACE_TARGET_US", "abc"),
                                         ("TIMEWARP_NATIVE_TARGET_US", "fast"), ("TIMEWARP_PACE_BLEND_US", "-2"),
