@@ -245,58 +245,78 @@ def prefix_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
-def proc_cpu(d: Path) -> dict[str, dict[str, list[float]]]:
-    """Per case, the CPU seconds the API server and the EngineCore spent over the whole client command, from
-    proc_cpu.txt: [host CPU] on a real run; [host CPU, charged virtual s] on an emulated run that logged its
-    charges (TIMEWARP_CHARGE_DIR; the charged columns hold Python's and native code's virtual charge). The API
-    server is the busiest python process of the server's tree (the other is multiprocessing's resource tracker)."""
+def proc_cpu(d: Path) -> dict[str, dict[str, dict[str, list[float]]]]:
+    """Per case, per span ("whole": the client command from its start to its end; "main": the client's main run,
+    where main_marks noted it), the CPU seconds of the API server, the EngineCore and (main run only) the bench
+    client, from proc_cpu.txt: [host CPU] on a real run, [host CPU, charged virtual s] on an emulated run that
+    logged its charges (TIMEWARP_CHARGE_DIR: Python's and native code's virtual charge). The server's processes
+    are those of the case's "start" lines; its API server the busiest python among them (the other is
+    multiprocessing's resource tracker); the client the busiest python process outside them."""
     f = d / "proc_cpu.txt"
     if not f.exists():
         return {}
     at: dict[tuple[str, str], dict[int, tuple[str, list[float]]]] = {}
     for line in f.read_text().splitlines():
         w = line.split()
-        if len(w) < 5 or w[1] not in ("start", "end"):
+        if len(w) < 6 or w[1] not in ("start", "end", "main_start", "main_end") or not w[2].isdigit():
             continue
         vals = [float(w[4]) + float(w[5])]
         if len(w) >= 12:
-            vals.append(float(w[7]) + float(w[9]))   # Python's and native code's virtual charge
+            vals.append(float(w[7]) + float(w[9]))
         at.setdefault((w[0], w[1]), {})[int(w[2])] = (w[3], vals)
-    out: dict[str, dict[str, list[float]]] = {}
+    out: dict[str, dict[str, dict[str, list[float]]]] = {}
     for (case, edge), procs in at.items():
-        start = at.get((case, "start"), {})
-        if edge != "end":
+        server = at.get((case, "start"), {})
+        span, first = {"end": ("whole", "start"), "main_end": ("main", "main_start")}.get(edge, (None, None))
+        begin = at.get((case, first), {})
+        if span is None or not begin:
             continue
         roles: dict[str, list[float]] = {}
         for pid, (comm, vals) in procs.items():
-            if pid not in start or len(start[pid][1]) != len(vals):
+            if pid not in begin or len(begin[pid][1]) != len(vals):
                 continue
-            delta = [e - b for e, b in zip(vals, start[pid][1])]
-            role = "EngineCore" if comm.startswith("VLLM::Engine") else "API server" if comm.startswith("python") else None
-            if role and (role not in roles or delta[0] > roles[role][0]):
+            delta = [e - b for e, b in zip(vals, begin[pid][1])]
+            if comm.startswith("VLLM::Engine"):
+                role = "EngineCore"
+            elif comm.startswith("python"):
+                role = "API server" if pid in server else "client"
+            else:
+                continue
+            if role not in roles or delta[0] > roles[role][0]:
                 roles[role] = delta
-        out[case] = roles
+        out.setdefault(case, {})[span] = roles
     return out
 
 
+CPU_ROLES = ("API server", "EngineCore", "client")
+
+
 def cpu_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
-    """CPU per process per case (the whole client command: its start-up, warm-up and main run): the real
-    host's, this machine's, and what the emulation charged for it in virtual time. The API server's host work
-    decides the HTTP path of TTFT ("client less server")."""
+    """CPU per process per case: the real host's (mean over the runs that logged it), this machine's, and what
+    the emulation charged for it in virtual time; over the client's main run where both sides noted it, else
+    over the whole client command (its start-up and warm-up too). The API server's host work decides the HTTP
+    path of TTFT ("client less server"); the real EngineCore's CPU includes its spins on the GPU, which the
+    emulation jumps over."""
     emu = proc_cpu(emulated)
-    real: dict[str, dict[str, list[float]]] = {}
+    real: dict[str, dict[str, dict[str, list[float]]]] = {}
     for d in real_dirs:
-        for case, roles in proc_cpu(d).items():
-            for role, v in roles.items():
-                real.setdefault(case, {}).setdefault(role, []).append(v[0])
-    lines = ["CPU s per case, whole client command: real host (mean of runs) | here | charged (virtual)",
-             "| case | API server real | here | charged | EngineCore real | here | charged |", "|---|---|---|---|---|---|---|"]
+        for case, spans in proc_cpu(d).items():
+            for span, roles in spans.items():
+                for role, v in roles.items():
+                    real.setdefault(case, {}).setdefault(span, {}).setdefault(role, []).append(v[0])
+    head = "| case | span | " + " | ".join(f"{r} real | here | charged" for r in CPU_ROLES) + " |"
+    lines = ["CPU s per case and process: real host (mean, runs) | this machine | charged in virtual time",
+             head, "|" + "---|" * (head.count("|") - 1)]
     for case in sorted(set(emu) & set(real), key=lambda c: (len(c), c)):
-        cells = [f"{case} ({len(next(iter(real[case].values())))})"]
-        for role in ("API server", "EngineCore"):
-            r, e = real[case].get(role), emu[case].get(role)
-            cells.append(f"{sum(r) / len(r):.2f}" if r else "?")
-            cells += [f"{e[0]:.2f}" if e else "?", f"{e[1]:.2f}" if e and len(e) > 1 else "?"]
+        span = "main" if "main" in emu[case] and "main" in real[case] else "whole"
+        if span not in emu[case] or span not in real[case]:
+            continue
+        r_roles, e_roles = real[case][span], emu[case][span]
+        cells = [case, span]
+        for role in CPU_ROLES:
+            r, e = r_roles.get(role), e_roles.get(role)
+            cells.append(f"{sum(r) / len(r):.2f} ({len(r)})" if r else "-")
+            cells += [f"{e[0]:.2f}" if e else "-", f"{e[1]:.2f}" if e and len(e) > 1 else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines if len(lines) > 3 else []
 

@@ -59,6 +59,27 @@ for pid in sorted(tree & stats.keys()):
 PYEOF
 }
 
+# main_marks PY NAME ROOT OUT: copies the bench client's output (stdin) to stdout; where its main run starts and
+# where its results print, notes the real time (OUT/wall.txt: "NAME main_start UPTIME") and the CPU time of every
+# process under ROOT (OUT/proc_cpu.txt, "NAME main_start ..." lines: the server's processes and the client's).
+# The client's own start-up (imports, tokenizer, dataset: about 10 s on the emulation host) is neither the
+# emulator's speed nor the work a case measures.
+main_marks() {
+  local line edge
+  while IFS= read -r line; do
+    edge=
+    case "$line" in
+      *"Starting main benchmark run"*) edge=main_start ;;
+      *"Serving Benchmark Result"*) edge=main_end ;;
+    esac
+    if [ -n "$edge" ]; then
+      echo "$2 $edge $(cut -d' ' -f1 /proc/uptime)" >> "$4/wall.txt"
+      proc_cpu "$1" "$2 $edge" "$3" >> "$4/proc_cpu.txt"
+    fi
+    printf '%s\n' "$line"
+  done
+}
+
 # charge_sum PY LABEL DIR: "LABEL" and the six charge columns of proc_cpu summed over DIR's charge files (the bench
 # client's processes of one case)
 charge_sum() {

@@ -7,7 +7,9 @@
 # ../shared/device/pack_site.sh .devpack 'vllm==0.24.0' were copied to /root/parts (one run per part).
 # Writes to $OUT: serve.log, bench.log, caseK.json, startup.txt, marks.txt (each case's start and end on
 # CLOCK_MONOTONIC), metrics_caseK.txt (the server's /metrics after each case), proc_cpu.txt (the CPU time of
-# the server's processes before and after each case, and the bench client's; cases.sh's proc_cpu).
+# the server's processes before and after each case, and the bench client's; cases.sh's proc_cpu; and every
+# process's, the client's included, where the client's main run starts and ends: cases.sh's main_marks),
+# wall.txt (the real time of those two points).
 #
 # Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
 #      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time),
@@ -95,8 +97,7 @@ if [ $ready = 1 ]; then
     { time timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
       --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
       --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
-      >> "$OUT/bench.log" 2>&1 ; } 2>> "$OUT/proc_cpu.txt"
-    rc=$?
+      2>&1 | main_marks python3 $name $$ "$OUT" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
     proc_cpu python3 "$name end" $srv >> "$OUT/proc_cpu.txt"
     note "$name rc=$rc"
     echo "$name end $(mono_ns python3)" >> "$OUT/marks.txt"
