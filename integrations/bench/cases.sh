@@ -79,17 +79,3 @@ main_marks() {
     printf '%s\n' "$line"
   done
 }
-
-# charge_sum PY LABEL DIR: "LABEL" and the six charge columns of proc_cpu summed over DIR's charge files (the bench
-# client's processes of one case)
-charge_sum() {
-  "$1" - "$2" "$3" <<'PYEOF'
-import glob, struct, sys
-tot = [0] * 6
-for p in glob.glob(sys.argv[2] + "/charge.*"):
-    with open(p, "rb") as f:
-        for i, v in enumerate(struct.unpack("<6Q", f.read(48))):
-            tot[i] += v
-print(sys.argv[1] + "".join(f" {v / 1e9:.3f}" for v in tot))
-PYEOF
-}

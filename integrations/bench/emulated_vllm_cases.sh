@@ -18,23 +18,10 @@ PORT=${PORT:-8017}
 # in it) instead of the installed package, and vLLM's timewarp plugin would not load
 export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONSAFEPATH=1
 # what each process's CPU was charged in virtual time (shim_c/core/charge_log.c): proc_cpu.txt shows the
-# server's processes' totals before and after each case, charge_client.txt the bench client's per case
+# totals of the server's processes and the client's at each case's and each main run's start and end
 mkdir -p "$OUT/charge"
 export TIMEWARP_CHARGE_DIR=$OUT/charge
 real() { cut -d' ' -f1 /proc/uptime; }
-# wall_marks NAME: copies the client's output, and notes in wall.txt the real time at which its main run
-# starts and its results print: the client's own start-up (imports, tokenizer, dataset: about 10 s here)
-# is not the emulator's speed, and a long benchmark amortises it (bench_compare reports both speeds)
-wall_marks() {
-  local line
-  while IFS= read -r line; do
-    case "$line" in
-      *"Starting main benchmark run"*) echo "$1 main_start $(real)" >> "$OUT/wall.txt" ;;
-      *"Serving Benchmark Result"*) echo "$1 main_end $(real)" >> "$OUT/wall.txt" ;;
-    esac
-    printf '%s\n' "$line"
-  done
-}
 . "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
 t0=$(real)
 # SERVE_ARGS: more `vllm serve` arguments (word-split), as real_vllm_baseline.sh takes them; with
@@ -53,13 +40,11 @@ for k in $CASES; do
   echo "$name start $(mono_ns $PY)" >> "$OUT/marks.txt"
   proc_cpu $PY "$name start" $srv >> "$OUT/proc_cpu.txt"
   TIMEFORMAT="$name client user=%U sys=%S wall=%R"
-  mkdir -p "$OUT/charge/$name"
-  { time TIMEWARP_CHARGE_DIR="$OUT/charge/$name" PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" \
+  { time PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" \
       --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
       --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json 2>&1 \
-    | wall_marks "$name" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
+    | main_marks $PY $name $$ "$OUT" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
   proc_cpu $PY "$name end" $srv >> "$OUT/proc_cpu.txt"
-  charge_sum $PY "$name client" "$OUT/charge/$name" >> "$OUT/charge_client.txt"
   echo "$name rc=$rc $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"
   echo "$name end $(mono_ns $PY)" >> "$OUT/marks.txt"
   # the server's counters after the case (prefix-cache queries and hits, preemptions), as the real runs keep
