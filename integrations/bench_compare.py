@@ -178,9 +178,12 @@ PHASES = [("vllm:time_to_first_token_seconds", "server TTFT"), ("vllm:request_qu
 def ttft_phases(d: Path) -> dict[int, dict[str, float]]:
     """Per case, the mean of each of PHASES in ms, "before queue" (server TTFT less the other two:
     tokenization, input processing and the engine's intake) and "client less server" (the client's mean
-    TTFT less the server's)."""
+    TTFT less the server's), and where the run has timelines, that last one split into "way in" (the request's, to
+the server's handler: way_in) and "way out" (the rest: the server's rendering up to vLLM's arrival stamp,
+and the first token's way from the API server's receipt to the client)."""
     names = [n + suffix for n, _ in PHASES for suffix in ("_sum", "_count")]
     cases = load_cases(d)
+    way = way_in(d, cases)
     out = {}
     for k, v in counter_deltas(d, names).items():
         if k not in cases or any(v[i + 1] <= 0 for i in range(0, len(v), 2)):
@@ -188,11 +191,39 @@ def ttft_phases(d: Path) -> dict[int, dict[str, float]]:
         ph = {label: v[2 * i] / v[2 * i + 1] * 1e3 for i, (_, label) in enumerate(PHASES)}
         ph["before queue"] = ph["server TTFT"] - ph["queued"] - ph["scheduled to 1st token"]
         ph["client less server"] = cases[k]["mean_ttft_ms"] - ph["server TTFT"]
+        if k in way:
+            ph["way in"] = way[k]
+            ph["way out"] = ph["client less server"] - way[k]
         out[k] = ph
     return out
 
 
-PHASE_COLUMNS = ["server TTFT", "before queue", "queued", "scheduled to 1st token", "client less server"]
+def way_in(d: Path, cases: dict[int, dict]) -> dict[int, float]:
+    """Per case, the mean time (ms) from the client's start of a request (caseK.json's start_times) to the API
+    server's call of its handler (the timeline's api.request), where a run has both: the client and the server
+    read one CLOCK_MONOTONIC (the virtual one under timewarp), and a mean of differences needs no pairing of
+    requests. The main run's requests are the case's last api.request calls (the warm-up request comes first)."""
+    try:
+        from timewarp.predictors.compare_vllm_timeline import load
+    except ImportError:   # run from a checkout without the package
+        return {}
+    if not (d / "timeline").is_dir() or not (d / "marks.txt").exists():
+        return {}
+    ev, marks = load(d)
+    out = {}
+    for k, js in cases.items():
+        m, starts = marks.get(f"case{k}", {}), js.get("start_times") or []
+        if "start" not in m or "end" not in m or not starts:
+            continue
+        calls = sorted(s for s, _e, name, *_ in ev if m["start"] <= s <= m["end"] and name == "api.request")
+        if len(calls) >= len(starts):
+            calls = calls[-len(starts):]
+            out[k] = (sum(calls) / 1e9 - sum(starts)) / len(starts) * 1e3
+    return out
+
+
+PHASE_COLUMNS = ["server TTFT", "before queue", "queued", "scheduled to 1st token", "client less server", "way in",
+                 "way out"]
 
 
 def phase_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
@@ -212,8 +243,8 @@ def phase_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     for k in sorted(set(emu) & set(real)):
         cells = [f"{k} ({len(real[k])})"]
         for c in PHASE_COLUMNS:
-            rv = sum(p[c] for p in real[k]) / len(real[k])
-            cells += [f"{rv:.2f}", f"{emu[k][c]:.2f}"]
+            rv = [p[c] for p in real[k] if c in p]
+            cells += [f"{sum(rv) / len(rv):.2f} ({len(rv)})" if rv else "-", f"{emu[k][c]:.2f}" if c in emu[k] else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines if len(lines) > 3 else []
 
