@@ -243,8 +243,9 @@ def phase_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     for k in sorted(set(emu) & set(real)):
         cells = [f"{k} ({len(real[k])})"]
         for c in PHASE_COLUMNS:
-            rv = [p[c] for p in real[k] if c in p]
-            cells += [f"{sum(rv) / len(rv):.2f} ({len(rv)})" if rv else "-", f"{emu[k][c]:.2f}" if c in emu[k] else "-"]
+            rv = [p[c] for p in real[k] if c in p]   # way in/out: only the runs with timelines
+            n = f" ({len(rv)})" if len(rv) != len(real[k]) else ""
+            cells += [f"{sum(rv) / len(rv):.2f}{n}" if rv else "-", f"{emu[k][c]:.2f}" if c in emu[k] else "-"]
         lines.append("| " + " | ".join(cells) + " |")
     return lines if len(lines) > 3 else []
 

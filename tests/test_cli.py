@@ -1,6 +1,8 @@
 """Bad input at the launcher: unknown GPUs, missing commands."""
 import subprocess
 
+import pytest
+
 from conftest import timewarp_cmd
 
 
@@ -147,7 +149,19 @@ def test_bench_compare_splits_ttft_into_the_servers_phases(tmp_path):
 
     real = run("real", {1: (16, 16.0, 0.04, 11.3, 19.0), 2: (64, 257.0, 4.9, 206.0, 279.0)})
     emu = run("emu", {1: (16, 14.0, 0.06, 10.5, 16.5), 2: (64, 258.0, 2.4, 205.0, 275.0)})
+    # the emulated run's timeline: case 2's three requests (after a warm-up call) reach the API server's
+    # handler in another order than they started, 4 ms after them on average (the way in)
+    (emu / "marks.txt").write_text("case1 start 0\ncase1 end 1\ncase2 start 10000000000\ncase2 end 20000000000\n")
+    js = json.loads((emu / "case2.json").read_text())
+    js["start_times"] = [11.000, 11.001, 11.010]
+    (emu / "case2.json").write_text(json.dumps(js))
+    (emu / "timeline").mkdir()
+    calls = [10.5, 11.004, 11.012, 11.007]   # s; the first is the warm-up request
+    (emu / "timeline" / "timeline-7.tsv").write_text("".join(
+        f"api.request\t{int(t * 1e9)}\t{int(t * 1e9) + 1000}\t7\t\n" for t in calls))
     ph = bc.ttft_phases(emu)
+    assert abs(ph[2]["way in"] - 4.0) < 1e-6 and abs(ph[2]["way out"] - (17.0 - 4.0)) < 1e-6, ph[2]
+    assert "way in" not in ph[1]   # no timeline events in case 1's span
     assert abs(ph[2]["server TTFT"] - 258.0) < 1e-6 and abs(ph[2]["queued"] - 2.4) < 1e-6, ph
     assert abs(ph[2]["before queue"] - (258.0 - 2.4 - 205.0)) < 1e-6
     assert abs(ph[1]["client less server"] - 2.5) < 1e-6 and abs(ph[2]["client less server"] - 17.0) < 1e-6
@@ -207,3 +221,61 @@ kill $idle $busy
     assert any(c.startswith("python") and cpu >= 0.5 for c, cpu in by_comm.items()), rows
     assert by_comm["sleep"] < 0.1
     assert str(__import__("os").getpid()) not in [r[2] for r in rows]   # the test's own process is outside
+
+
+def _cpu_lines(label, procs):
+    return "".join(f"{label} {pid} {comm} {u} 0.00{extra}\n" for pid, comm, u, extra in procs)
+
+
+def test_bench_compare_cpu_per_process_over_the_main_run(tmp_path):
+    """proc_cpu.txt's lines at each case's and each main run's edges: the API server (the busiest python
+    process of the server's tree), the EngineCore and the bench client (a python process outside that tree),
+    each one's CPU over the main run, and on an emulated run the virtual charge (Python's plus native's)."""
+    from timewarp.integrations import bench_compare as bc
+
+    def write(d, extra):
+        d.mkdir()
+        e = (lambda py, nat: f" 0 {py} 0 {nat} 0 0") if extra else (lambda py, nat: "")
+        text = (_cpu_lines("case1 start", [(10, "python3", 5.0, e(1, 0)), (11, "python3", 0.1, e(0, 0)),
+                                           (12, "VLLM::EngineCor", 20.0, e(5, 0))])
+                + _cpu_lines("case1 main_start", [(10, "python3", 5.5, e(1.2, 0.1)), (12, "VLLM::EngineCor", 21.0, e(5.3, 0)),
+                                                  (20, "python3", 30.0, e(9, 0)), (21, "bash", 0.0, e(0, 0))])
+                + _cpu_lines("case1 main_end", [(10, "python3", 7.5, e(2.0, 0.4)), (12, "VLLM::EngineCor", 25.0, e(6.3, 0)),
+                                                (20, "python3", 31.0, e(9.5, 0)), (21, "bash", 0.0, e(0, 0))])
+                + _cpu_lines("case1 end", [(10, "python3", 8.0, e(2.1, 0.4)), (11, "python3", 0.1, e(0, 0)),
+                                           (12, "VLLM::EngineCor", 26.0, e(6.5, 0))]))
+        (d / "proc_cpu.txt").write_text(text + "case1 client user=30.0 sys=2.0 wall=40.0\n")
+        return d
+
+    real, emu = write(tmp_path / "real", False), write(tmp_path / "emu", True)
+    cpu = bc.proc_cpu(emu)["case1"]
+    assert cpu["main"]["API server"] == pytest.approx([2.0, 1.1]) and cpu["main"]["client"] == pytest.approx([1.0, 0.5])
+    assert cpu["main"]["EngineCore"] == pytest.approx([4.0, 1.0]) and cpu["whole"]["API server"] == pytest.approx([3.0, 1.5])
+    assert "client" not in cpu["whole"]
+    assert bc.proc_cpu(real)["case1"]["main"]["API server"] == pytest.approx([2.0])
+    table = bc.cpu_table(emu, [real])
+    assert table[3] == "| case1 | main | 2.00 (1) | 2.00 | 1.10 | 4.00 (1) | 4.00 | 1.00 | 1.00 (1) | 1.00 | 0.50 |", table
+
+
+def test_main_marks_notes_the_main_runs_edges(tmp_path):
+    """cases.sh's main_marks passes the bench client's output through and, at the lines where its main run
+    starts and its results print, notes the real time (wall.txt) and every process's CPU under the root
+    (proc_cpu.txt)."""
+    import sys
+    from pathlib import Path
+
+    import timewarp.integrations as integ
+    cases = Path(integ.__file__).parent / "bench" / "cases.sh"
+    script = f"""
+. {cases}
+printf 'warming up\\nStarting main benchmark run...\\nprogress\\n============ Serving Benchmark Result ============\\nMean TTFT (ms): 1\\n' \\
+  | main_marks {sys.executable} case7 $$ {tmp_path}
+"""
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.splitlines() == ["warming up", "Starting main benchmark run...", "progress",
+                                     "============ Serving Benchmark Result ============", "Mean TTFT (ms): 1"]
+    wall = [line.split()[:2] for line in (tmp_path / "wall.txt").read_text().splitlines()]
+    assert wall == [["case7", "main_start"], ["case7", "main_end"]]
+    rows = [line.split() for line in (tmp_path / "proc_cpu.txt").read_text().splitlines()]
+    assert {r[1] for r in rows} == {"main_start", "main_end"} and any(r[3] == "bash" for r in rows), rows
