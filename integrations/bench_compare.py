@@ -31,7 +31,7 @@ DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
 # (1-6), -30f and -30h (7-10), -30g (1-3), -30i and -30j (11-14, two servers one after the other on one lease),
 # -30k (1-6), -30l (11-14, a third host), ..., -12-01t (11-14, 8), -12-02u and -12-02v (14, 8: two servers one
 # after the other on one lease), -12-02w (15-17 held out, then 12, 1, 7, 10, which found the longer prompts'
-# prefixes cached), -12-03y (1-6, with the CPU of every process over each main run)
+# prefixes cached), -12-03y and -03z (1-6, with the CPU of every process over each main run; two hosts)
 REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_2026-11-30c", "vllm_2026-11-30d",
                                  "vllm_2026-11-30e", "vllm_2026-11-30f", "vllm_2026-11-30g",
                                  "vllm_2026-11-30h", "vllm_2026-11-30i", "vllm_2026-11-30j",
@@ -39,7 +39,7 @@ REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_202
                                  "vllm_2026-12-01p", "vllm_2026-12-01q",
                                  "vllm_2026-12-01r", "vllm_2026-12-01s",
                                  "vllm_2026-12-01t", "vllm_2026-12-02u", "vllm_2026-12-02v",
-                                 "vllm_2026-12-02w", "vllm_2026-12-03y")]
+                                 "vllm_2026-12-02w", "vllm_2026-12-03y", "vllm_2026-12-03z")]
 # runs whose CPU times per process count, but not their metrics (py-spy sampled them)
 CPU_ONLY_DIRS = [DATA / "vllm_spy_2026-12-03x"]
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
