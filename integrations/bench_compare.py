@@ -178,9 +178,9 @@ PHASES = [("vllm:time_to_first_token_seconds", "server TTFT"), ("vllm:request_qu
 def ttft_phases(d: Path) -> dict[int, dict[str, float]]:
     """Per case, the mean of each of PHASES in ms, "before queue" (server TTFT less the other two:
     tokenization, input processing and the engine's intake) and "client less server" (the client's mean
-    TTFT less the server's), and where the run has timelines, that last one split into "way in" (the request's, to
-the server's handler: way_in) and "way out" (the rest: the server's rendering up to vLLM's arrival stamp,
-and the first token's way from the API server's receipt to the client)."""
+    TTFT less the server's), and where the run has timelines, that last one split into "way in" (the request's,
+    to the server's handler: way_in) and "way out" (the rest: the server's rendering up to vLLM's arrival
+    stamp, and the first token's way from the API server's receipt to the client)."""
     names = [n + suffix for n, _ in PHASES for suffix in ("_sum", "_count")]
     cases = load_cases(d)
     way = way_in(d, cases)

@@ -4,8 +4,10 @@
  * pace, native code at the native pace: coordinator/pace.py), and the real host's CPU time per process is
  * measured (proc_cpu.txt of the real leases). The emulated side needs the same figure in virtual time, per
  * process and per case: the running totals live in a small file, DIR/charge.PID, that anyone can read while
- * the process runs (integrations/bench/cases.sh reads them beside /proc's CPU times, before and after each
- * case). Each process (a fork()ed child too) gets its own file; unset, nothing is written or counted.
+ * the process runs (integrations/bench/cases.sh reads them beside /proc's CPU times at each case's and each
+ * main run's start and end). Each process (a fork()ed child too) gets its own file, and a process that
+ * exec()s starts its file over (the totals are its program's, /proc's CPU times its whole life's); unset,
+ * nothing is written or counted.
  *
  * Layout: TW_CHARGE_FIELDS little-endian uint64 (ns), in the order of tw_charge_field. */
 #define _GNU_SOURCE

@@ -2,6 +2,7 @@
 #ifndef TW_CORE_INTERNAL_H
 #define TW_CORE_INTERNAL_H
 #include <pthread.h>
+#include <stdatomic.h>
 #include <time.h>
 #include "tw/core.h"
 
@@ -36,7 +37,6 @@ int tw_clock_on_timeline(void);     /* vclock.c: the calling thread reads its pr
 /* charge_log.c: running totals of what this process's CPU was charged (TIMEWARP_CHARGE_DIR), or NULL */
 enum tw_charge_field { TW_CHARGE_HOST_PY, TW_CHARGE_VIRT_PY, TW_CHARGE_HOST_NATIVE, TW_CHARGE_VIRT_NATIVE,
                        TW_CHARGE_ADDED, TW_CHARGE_RAW, TW_CHARGE_FIELDS };
-#include <stdatomic.h>
 extern _Atomic uint64_t *tw_charge_tab;
 static inline void tw_charge_count(int f, uint64_t ns) {
     if (__builtin_expect(tw_charge_tab != NULL, 0) && ns)
