@@ -163,6 +163,10 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
+    # every step of vLLM's detokenizer priced as native code, not only each request's first (native_price.py)
+    if base.get("TIMEWARP_DETOK_NATIVE_ALL") not in (None, "", "0", "1"):
+        raise LauncherError(f"TIMEWARP_DETOK_NATIVE_ALL={base['TIMEWARP_DETOK_NATIVE_ALL']!r}: expected 0 (each "
+                            f"request's first step only, the default) or 1 (every step)")
     return env
 
 

@@ -14,13 +14,14 @@ free. The Python around the call (argument handling, building the result) is mar
 the Rust part (150-200 us of 2.9 ms for 1,024 tokens here).
 vLLM's incremental detokenizer primes a `tokenizers` DecodeStream with the whole prompt; its first step decodes
 all of it (a 1,024-token prompt: 1.6-2.0 ms on the H200 host, leases s and t, against 0.09 ms for a later output),
-and while a request's sampled ids give no text (3 in 4 with dummy weights: vllm_plugin/host_results.py) every
-later step decodes it again (0.25-0.5 ms each for 1,024 tokens). So every `decode_next` is marked. Marked only in
-its first call (twenty-third session), the later steps stayed on the Python pace: py-spy on the emulated API
-server in case 4 found 67% of its event loop's CPU in them (32% in first steps), and the first token's way out
-of the server ("client less server" in bench_compare) came out 4-19% short in 5 of 6 cases (run a1); marked,
-within -9 to +13% but for case 3 (run n1; docs/VLLM.md, twenty-fourth session). The marking costs two ctypes calls
-(about 1 us) per step, against 6 us for the cheapest step.
+so each request's first `decode_next` is marked. Its later steps are not: the output processing they are part of
+slows on this machine as Python does, not as a tokenization does. Against two H200 hosts
+(leases y and z, twenty-sixth session) the API server's output processing per engine step (`api.outputs`)
+took 2.0-2.2x z's CPU here, as the EngineCore's Python phases did (2.0-2.2x), while a tokenization took 1.3x
+(the native probe's kind of work). With every step marked (twenty-fourth session; TIMEWARP_DETOK_NATIVE_ALL=1
+brings it back) `api.outputs` came out above both hosts in cases 2-6 (+8 to +44% against the slower, y); with
+the first step only, between them (-17 to +5% against y, +8 to +33% against z), as the EngineCore's phases are.
+The marking costs two ctypes calls (about 1 us) per marked call.
 Not covered: tokenizers called directly (`tokenizers.Tokenizer`) stay on the Python pace; their methods
 belong to a Rust type.
 """
@@ -28,6 +29,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import os
 import sys
 
 from .thread_clock import core as _lib
@@ -57,6 +59,20 @@ _TARGETS = (
 _ONLY_IF_IMPORTED = ("vllm",)   # packages heavy to import: marked only in programs that run them already
 
 
+def native_first(fn):
+    """fn, charged as native code in its first call on each object only (later calls at the Python pace)."""
+    marked = native(fn)
+
+    @functools.wraps(fn)
+    def charged_native_first(self, *args, **kwargs):
+        if getattr(self, "_timewarp_first_done", False):
+            return fn(self, *args, **kwargs)
+        self._timewarp_first_done = True
+        return marked(self, *args, **kwargs)
+    charged_native_first._timewarp_native = True
+    return charged_native_first
+
+
 def install() -> list[str]:
     """Mark the tokenizer methods found (idempotent); returns them as "Class.method". Nothing outside
     emulation (no shim to charge)."""
@@ -82,6 +98,7 @@ def install() -> list[str]:
             if f is None:
                 continue
             if not getattr(f, "_timewarp_native", False):
-                setattr(cls, name, native(f))
+                first_only = name == "decode_next" and os.environ.get("TIMEWARP_DETOK_NATIVE_ALL", "0") != "1"
+                setattr(cls, name, native_first(f) if first_only else native(f))
             done.append(f"{cls_name}.{name}")
     return done

@@ -121,7 +121,16 @@ def native_loop():
     shim.tw_clock_native(was)
 for _ in range(60):   # until the native probe has measured every CPU (it starts after the first round)
     ratio(native_loop)
-print(json.dumps({"marked": marked, "python": [ratio(loop) for _ in range(8)],
+class Detok:
+    def step(self):
+        loop()
+first_only = native_price.native_first(Detok.step)
+firsts, laters = [], []
+for _ in range(8):
+    d = Detok()
+    firsts.append(ratio(lambda: first_only(d)))
+    laters.append(ratio(lambda: first_only(d)))
+print(json.dumps({"marked": marked, "python": [ratio(loop) for _ in range(8)], "first": firsts, "later": laters,
                   "native": [ratio(native_loop) for _ in range(8)],
                   "encode": [ratio(lambda: tok(text)) for _ in range(8)],
                   "decorated": [ratio(native_price.native(loop)) for _ in range(8)]}))
@@ -133,8 +142,8 @@ def test_code_marked_native_is_priced_by_the_native_pace():
     tokenizer) per CPU, and CPU time a thread spends marked native (tw_clock_native) is charged by it. A
     native target far above any machine's pins the native pace at its bound, 20x, while the Python pace
     stays this machine's (about 0.4-1.3x); HF fast tokenizers' encode is marked once native_price is
-    installed, and a function wrapped with native_price.native (how vLLM's detokenizer steps are marked) is
-    priced native."""
+    installed, a function wrapped with native_price.native is priced native, and one wrapped with native_first
+    (vLLM's detokenizer steps) only in its first call on each object."""
     run = run_emulated(_NATIVE_MARKED, env={"TIMEWARP_NATIVE_TARGET_US": "1e6"})
     assert run.rc == 0, run.stderr[-3000:]
     r = run.result
@@ -143,6 +152,8 @@ def test_code_marked_native_is_priced_by_the_native_pace():
     assert statistics.median(r["python"]) < 5
     assert statistics.median(r["encode"]) == pytest.approx(20, rel=0.1)
     assert statistics.median(r["decorated"]) == pytest.approx(20, rel=0.05)
+    # vLLM's detokenizer: each object's first call native, its later ones at the Python pace
+    assert statistics.median(r["first"]) == pytest.approx(20, rel=0.05) and statistics.median(r["later"]) < 5
 
 
 def test_the_python_pace_is_blended_with_the_native_probes():
@@ -247,6 +258,11 @@ def test_a_malformed_switch_is_named(name, value):
     run = run_emulated("print('{}')", env={name: value})
     assert run.rc != 0
     assert f"{name}={value!r}" in run.stderr and "expected 0 (off) or 1 (on, the default)" in run.stderr, run.stderr
+
+
+def test_a_malformed_detokenizer_switch_is_named():
+    run = run_emulated("print('{}')", env={"TIMEWARP_DETOK_NATIVE_ALL": "yes"})
+    assert run.rc != 0 and "TIMEWARP_DETOK_NATIVE_ALL='yes'" in run.stderr and "every step" in run.stderr, run.stderr
 
 
 def test_launches_block_once_the_stream_queue_is_full():

@@ -1,0 +1,139 @@
+"""The HTTP way in of a vLLM-like API server, alone: how long a completion request takes from the client's start
+of it to the server's handler, at concurrency 1 and in waves of concurrent requests.
+
+Why: under emulation vLLM's "way in" (bench_compare: the client's start of a request to the API server's
+handler) came out about 30% short against three H200 hosts in case 4 (128 requests of 2,048 tokens: 39-52 ms
+against 50-65) while the API server's CPU over the whole case was charged between two hosts' (docs/VLLM.md,
+twenty-sixth session). This isolates that path, without vLLM: uvicorn (httptools, uvloop, as vLLM serves), a
+FastAPI route validating a pydantic body, and an aiohttp client posting a JSON body with a prompt of about
+2,048 tokens' text, as `vllm bench serve` does. Run it on the real host and under `timewarp run`, compare.
+
+    python predictors/calibration/http_intake_bench.py [--waves 128x4,16x8,1x32] [--prompt-chars 10000]
+
+Prints one JSON line: per wave size C, the mean way in (ms; the mean of the handler's call times less the mean of
+the requests' start times, one monotonic clock in both processes), the span of the handler's calls within a
+wave (ms), the wave's wall time (ms), and the server's and the client's CPU per request (ms, this host's).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+
+
+def serve(port: int) -> None:
+    import uvicorn
+    from fastapi import FastAPI
+    from pydantic import BaseModel
+
+    class Completion(BaseModel):
+        model: str
+        prompt: str
+        max_tokens: int = 16
+        temperature: float = 0.0
+        stream: bool = False
+        ignore_eos: bool = False
+
+    app = FastAPI()
+    calls: list[float] = []
+
+    @app.post("/v1/completions")
+    async def completions(req: Completion):
+        calls.append(time.perf_counter())
+        return {"id": "cmpl-0", "object": "text_completion", "model": req.model,
+                "choices": [{"index": 0, "text": "x", "finish_reason": "length"}]}
+
+    @app.get("/calls")
+    async def take_calls():
+        out = list(calls)
+        calls.clear()
+        return out
+
+    uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_level="warning")
+
+
+def cpu_s(pid: int) -> float:
+    with open(f"/proc/{pid}/stat") as f:
+        rest = f.read().rsplit(")", 1)[1].split()
+    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def waves(port: int, server_pid: int, plan: list[tuple[int, int]], prompt: str) -> dict:
+    import aiohttp
+
+    url = f"http://127.0.0.1:{port}/v1/completions"
+    out = {}
+    # vllm bench serve's session: no connection limit, keep-alive
+    async with aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0)) as session:
+        async def post(starts: list[float]) -> None:
+            starts.append(time.perf_counter())
+            async with session.post(url, json={"model": "m", "prompt": prompt, "max_tokens": 16,
+                                               "ignore_eos": True}) as r:
+                await r.read()
+
+        async with session.post(url, json={"model": "m", "prompt": "warm up"}) as r:   # warm-up
+            await r.read()
+        for c, rounds in plan:
+            way, span, wall = [], [], []
+            s0, c0 = cpu_s(server_pid), time.process_time()
+            for _ in range(rounds):
+                async with session.get(f"http://127.0.0.1:{port}/calls") as r:
+                    await r.read()   # forget earlier calls
+                starts: list[float] = []
+                t = time.perf_counter()
+                await asyncio.gather(*(post(starts) for _ in range(c)))
+                wall.append(time.perf_counter() - t)
+                async with session.get(f"http://127.0.0.1:{port}/calls") as r:
+                    calls = await r.json()
+                way.append((sum(calls) - sum(starts)) / c)
+                span.append(max(calls) - min(calls))
+            n = c * rounds
+            out[str(c)] = {"way_in_ms": 1e3 * sum(way) / rounds, "call_span_ms": 1e3 * sum(span) / rounds,
+                           "wall_ms": 1e3 * sum(wall) / rounds, "rounds": rounds,
+                           "server_cpu_ms_per_req": 1e3 * (cpu_s(server_pid) - s0) / n,
+                           "client_cpu_ms_per_req": 1e3 * (time.process_time() - c0) / n}
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--waves", default="128x4,16x8,1x32", help="CxROUNDS,...: waves of C concurrent requests")
+    ap.add_argument("--prompt-chars", type=int, default=10000, help="the prompt's length (2,048 tokens: ~10,000)")
+    ap.add_argument("--serve", type=int, help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.serve:
+        serve(a.serve)
+        return
+    plan = [(int(c), int(r)) for c, r in (w.split("x") for w in a.waves.split(","))]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if srv.poll() is not None:
+                    sys.exit(f"http_intake_bench: the server exited ({srv.returncode})")
+                time.sleep(0.1)
+        rng = random.Random(0)
+        words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
+                 for _ in range(2000)]
+        prompt = " ".join(rng.choice(words) for _ in range(a.prompt_chars // 6))[:a.prompt_chars]
+        res = asyncio.run(waves(port, srv.pid, plan, prompt))
+        print(json.dumps({"prompt_chars": len(prompt), "waves": res}))
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+
+
+if __name__ == "__main__":
+    main()
