@@ -14,8 +14,6 @@ Prints one JSON line: per wave size C, the mean way in (ms; the mean of the hand
 the requests' start times, one monotonic clock in both processes), the span of the handler's calls within a
 wave (ms), the wave's wall time (ms), and the server's and the client's CPU per request (ms, this host's).
 """
-from __future__ import annotations
-
 import argparse
 import asyncio
 import json
@@ -43,6 +41,7 @@ def serve(port: int) -> None:
     app = FastAPI()
     calls: list[float] = []
 
+    # (no `from __future__ import annotations` in this file: FastAPI must see the model class itself here)
     @app.post("/v1/completions")
     async def completions(req: Completion):
         calls.append(time.perf_counter())
@@ -75,9 +74,11 @@ async def waves(port: int, server_pid: int, plan: list[tuple[int, int]], prompt:
             starts.append(time.perf_counter())
             async with session.post(url, json={"model": "m", "prompt": prompt, "max_tokens": 16,
                                                "ignore_eos": True}) as r:
+                r.raise_for_status()
                 await r.read()
 
         async with session.post(url, json={"model": "m", "prompt": "warm up"}) as r:   # warm-up
+            r.raise_for_status()
             await r.read()
         for c, rounds in plan:
             way, span, wall = [], [], []
