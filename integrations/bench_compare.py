@@ -42,6 +42,8 @@ REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_202
                                  "vllm_2026-12-02w", "vllm_2026-12-03y", "vllm_2026-12-03z")]
 # runs whose CPU times per process count, but not their metrics (py-spy sampled them)
 CPU_ONLY_DIRS = [DATA / "vllm_spy_2026-12-03x"]
+# issue 5's bound on each metric's error (%)
+ACCEPT = 5.0
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
@@ -382,14 +384,24 @@ def spread(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
     runs = [load_cases(d) for d in emulated]
     head = "| case | " + " | ".join(f"{n} err mean | range" for _, n in METRICS) + " |"
     lines = [f"over {len(runs)} emulated runs", head, "|" + "---|" * (head.count("|") - 1)]
+    on_mean: list[int] = []   # cases within ACCEPT on all three metrics, on the mean over the runs
+    per_run = [0] * len(runs)  # per run, how many cases are within ACCEPT on all three
     for k in sorted(real):
         if not all(k in r for r in runs):
             continue
         cells = [str(k)]
+        worst, worst_run = 0.0, [0.0] * len(runs)
         for key, _ in METRICS:
             errs = [(r[k][key] - real[k][key]) / real[k][key] * 100 for r in runs]
             cells += [f"{sum(errs) / len(errs):+.1f}%", f"{min(errs):+.1f}% .. {max(errs):+.1f}%"]
+            worst = max(worst, abs(sum(errs) / len(errs)))
+            worst_run = [max(w, abs(e)) for w, e in zip(worst_run, errs)]
         lines.append("| " + " | ".join(cells) + " |")
+        if worst <= ACCEPT:
+            on_mean.append(k)
+        per_run = [n + (w <= ACCEPT) for n, w in zip(per_run, worst_run)]
+    lines.append(f"within {ACCEPT:g}% on all three metrics: on the mean over the runs, case(s) "
+                 f"{', '.join(map(str, on_mean)) or 'none'}; per run, {' / '.join(map(str, per_run))} case(s)")
     return lines
 
 

@@ -279,3 +279,23 @@ printf 'warming up\\nStarting main benchmark run...\\nprogress\\n============ Se
     assert wall == [["case7", "main_start"], ["case7", "main_end"]]
     rows = [line.split() for line in (tmp_path / "proc_cpu.txt").read_text().splitlines()]
     assert {r[1] for r in rows} == {"main_start", "main_end"} and any(r[3] == "bash" for r in rows), rows
+
+
+def test_bench_compare_spread_counts_cases_within_the_bound(tmp_path):
+    """Over several emulated runs, the spread table gives each error's mean and range, and counts the cases
+    within 5% on all three metrics on the mean and in each run: one run can miss where the mean does not."""
+    import json
+
+    from timewarp.integrations import bench_compare as bc
+
+    def run(name, ttft_by_case):
+        d = _bench_dir(tmp_path / name, {k: 0.0 for k in ttft_by_case})
+        for k, ttft in ttft_by_case.items():
+            (d / f"case{k}.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 5.0,
+                                                         "output_throughput": 100.0}))
+        return d
+
+    real = [run("real", {1: 100.0, 2: 100.0})]
+    lines = bc.spread([run("e1", {1: 108.0, 2: 120.0}), run("e2", {1: 96.0, 2: 112.0})], real)
+    assert lines[3].startswith("| 1 | +2.0% | -4.0% .. +8.0% |") and lines[4].startswith("| 2 | +16.0% |"), lines
+    assert lines[-1] == "within 5% on all three metrics: on the mean over the runs, case(s) 1; per run, 0 / 1 case(s)", lines
