@@ -12,12 +12,13 @@ FastAPI route validating a pydantic body, and an aiohttp client posting a JSON b
 
 Prints one JSON line: per wave size C, the mean way in (ms; the mean of the handler's call times less the mean of
 the requests' start times, one monotonic clock in both processes), the span of the handler's calls within a
-wave (ms), the wave's wall time (ms), and the server's and the client's CPU per request (ms, this host's).
+wave (ms), the wave's wall time (ms), the way in of the first round and of the last half of the rounds (a fresh machine's
+first rounds are slower), and the server's and the client's CPU per request over the waves (ms, this host's:
+under emulation, this machine's CPU, not what it was charged).
 """
 import argparse
 import asyncio
 import json
-import os
 import random
 import socket
 import subprocess
@@ -52,18 +53,12 @@ def serve(port: int) -> None:
     async def take_calls():
         out = list(calls)
         calls.clear()
-        return out
+        return {"calls": out, "cpu_s": time.process_time()}   # the server's CPU, finer than /proc's ticks
 
     uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_level="warning")
 
 
-def cpu_s(pid: int) -> float:
-    with open(f"/proc/{pid}/stat") as f:
-        rest = f.read().rsplit(")", 1)[1].split()
-    return (int(rest[11]) + int(rest[12])) / os.sysconf("SC_CLK_TCK")
-
-
-async def waves(port: int, server_pid: int, plan: list[tuple[int, int]], prompt: str) -> dict:
+async def waves(port: int, plan: list[tuple[int, int]], prompt: str) -> dict:
     import aiohttp
 
     url = f"http://127.0.0.1:{port}/v1/completions"
@@ -81,24 +76,27 @@ async def waves(port: int, server_pid: int, plan: list[tuple[int, int]], prompt:
             r.raise_for_status()
             await r.read()
         for c, rounds in plan:
-            way, span, wall = [], [], []
-            s0, c0 = cpu_s(server_pid), time.process_time()
+            way, span, wall, server_cpu, client_cpu = [], [], [], 0.0, 0.0
             for _ in range(rounds):
                 async with session.get(f"http://127.0.0.1:{port}/calls") as r:
-                    await r.read()   # forget earlier calls
+                    s0 = (await r.json())["cpu_s"]   # and forget earlier calls
                 starts: list[float] = []
-                t = time.perf_counter()
+                c0, t = time.process_time(), time.perf_counter()
                 await asyncio.gather(*(post(starts) for _ in range(c)))
                 wall.append(time.perf_counter() - t)
+                client_cpu += time.process_time() - c0
                 async with session.get(f"http://127.0.0.1:{port}/calls") as r:
-                    calls = await r.json()
+                    got = await r.json()
+                calls = got["calls"]
+                server_cpu += got["cpu_s"] - s0
                 way.append((sum(calls) - sum(starts)) / c)
                 span.append(max(calls) - min(calls))
             n = c * rounds
+            # the first round of each size apart: a fresh machine's first rounds are slower (warm-up)
             out[str(c)] = {"way_in_ms": 1e3 * sum(way) / rounds, "call_span_ms": 1e3 * sum(span) / rounds,
                            "wall_ms": 1e3 * sum(wall) / rounds, "rounds": rounds,
-                           "server_cpu_ms_per_req": 1e3 * (cpu_s(server_pid) - s0) / n,
-                           "client_cpu_ms_per_req": 1e3 * (time.process_time() - c0) / n}
+                           "way_in_ms_first_round": 1e3 * way[0], "way_in_ms_last_half": 1e3 * sum(way[rounds // 2:]) / (rounds - rounds // 2),
+                           "server_cpu_ms_per_req": 1e3 * server_cpu / n, "client_cpu_ms_per_req": 1e3 * client_cpu / n}
     return out
 
 
@@ -129,7 +127,7 @@ def main() -> None:
         words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
                  for _ in range(2000)]
         prompt = " ".join(rng.choice(words) for _ in range(a.prompt_chars // 6))[:a.prompt_chars]
-        res = asyncio.run(waves(port, srv.pid, plan, prompt))
+        res = asyncio.run(waves(port, plan, prompt))
         print(json.dumps({"prompt_chars": len(prompt), "waves": res}))
     finally:
         srv.terminate()
