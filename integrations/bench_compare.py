@@ -211,7 +211,7 @@ def way_in(d: Path, cases: dict[int, dict]) -> dict[int, float]:
         return {}
     if not (d / "timeline").is_dir() or not (d / "marks.txt").exists():
         return {}
-    ev, marks = load(d)
+    ev, marks = load(d, ("api.request",))
     out = {}
     for k, js in cases.items():
         m, starts = marks.get(f"case{k}", {}), js.get("start_times") or []

@@ -23,11 +23,15 @@ import sys
 from pathlib import Path
 
 
-def load(d: Path) -> tuple[list[tuple], dict[str, dict[str, int]]]:
+def load(d: Path, names: tuple[str, ...] | None = None) -> tuple[list[tuple], dict[str, dict[str, int]]]:
+    """The events of d's timelines, sorted (only those named in `names`, when given), and marks.txt's marks."""
     ev = []
+    prefixes = tuple(n + "\t" for n in names) if names is not None else None
     for f in sorted((d / "timeline").glob("timeline-*.tsv*")):   # .tsv.gz: the committed real runs
         text = gzip.decompress(f.read_bytes()).decode() if f.suffix == ".gz" else f.read_text()
         for line in text.splitlines():
+            if prefixes is not None and not line.startswith(prefixes):
+                continue
             p = line.split("\t")
             if len(p) >= 5:  # name start end thread detail [cpu]
                 ev.append((int(p[1]), int(p[2]), p[0], p[3], p[4], int(p[5]) if len(p) > 5 else -1))

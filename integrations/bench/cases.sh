@@ -21,6 +21,10 @@ case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case
 # (integrations/vllm_plugin/timeline.py): marks each case on it
 mono_ns() { "$1" -c "import time; print(time.perf_counter_ns())"; }
 
+# real: seconds since boot (/proc/uptime), a real clock that timewarp does not virtualize: wall times of the
+# emulation itself
+real() { cut -d' ' -f1 /proc/uptime; }
+
 # proc_cpu PY LABEL ROOT_PID: one line per process of the tree under ROOT_PID (it included), "LABEL pid comm
 # user_s sys_s" (the CPU time each has used so far), taken before and after each case: the API server's and the
 # EngineCore's CPU per case (the bench client's comes from bash's `time` around it, as TIMEFORMAT lines).
@@ -73,7 +77,7 @@ main_marks() {
       *"Serving Benchmark Result"*) edge=main_end ;;
     esac
     if [ -n "$edge" ]; then
-      echo "$2 $edge $(cut -d' ' -f1 /proc/uptime)" >> "$4/wall.txt"
+      echo "$2 $edge $(real)" >> "$4/wall.txt"
       proc_cpu "$1" "$2 $edge" "$3" >> "$4/proc_cpu.txt"
     fi
     printf '%s\n' "$line"

@@ -21,8 +21,7 @@ export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONSAFEPATH=1
 # totals of the server's processes and the client's at each case's and each main run's start and end
 mkdir -p "$OUT/charge"
 export TIMEWARP_CHARGE_DIR=$OUT/charge
-real() { cut -d' ' -f1 /proc/uptime; }
-. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
+. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns, real
 t0=$(real)
 # SERVE_ARGS: more `vllm serve` arguments (word-split), as real_vllm_baseline.sh takes them; with
 # "--tensor-parallel-size 2", run under `timewarp run --gpus 2`
