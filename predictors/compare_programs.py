@@ -53,10 +53,11 @@ FIGURES = [
 
 
 HOST_OPS = HERE / "data" / "h200" / "host_ops_2026-11-30"
-# a later lease of the same session script (a slower host: host_speed factor 1.45), plus repeats
-LATER = HERE / "data" / "h200" / "programs_2026-12-01"
-HF_RUNS = [REAL / "hf32_repeat.jsonl", HOST_OPS / "hf_llama8b.jsonl", LATER / "real_hf_llama8b.json",
-           LATER / "hf32_repeat.jsonl"]
+# later leases of the same session script: 2026-12-01 (a slower host: host_speed factor 1.45, plus repeats),
+# 2026-12-03 (the programs once, host_ops.py --quick three times)
+LATER = [HERE / "data" / "h200" / d for d in ("programs_2026-12-01", "programs_2026-12-03")]
+HF_RUNS = [REAL / "hf32_repeat.jsonl", HOST_OPS / "hf_llama8b.jsonl"] + [
+    d / f for d in LATER for f in ("real_hf_llama8b.json", "hf32_repeat.jsonl")]
 
 
 def real_figures(real: pathlib.Path) -> dict:
@@ -70,17 +71,19 @@ def real_figures(real: pathlib.Path) -> dict:
         d = json.loads(line)
         out[d["program"]] = {k: [v] for k, v in d["result"].items()}
     out["demo"] = {k: [v] for k, v in parse_demo((real / "demo.txt").read_text()).items()}
-    if real == REAL and LATER.exists():
-        for f in (LATER / "programs.jsonl", LATER / "device_basics_repeat.jsonl"):
-            for line in f.read_text().splitlines():
+    for later in (LATER if real == REAL else []):
+        for f in (later / "programs.jsonl", later / "device_basics_repeat.jsonl"):
+            for line in (f.read_text().splitlines() if f.exists() else []):
                 d = json.loads(line)
                 for k, v in d["result"].items():
                     out[d["program"]].setdefault(k, []).append(v)
-        for k, v in parse_demo((LATER / "demo.txt").read_text()).items():
+        for k, v in parse_demo((later / "demo.txt").read_text()).items():
             out["demo"][k].append(v)
-    if real == REAL and (HOST_OPS / "host_ops.jsonl").exists():
-        runs = [json.loads(x) for x in (HOST_OPS / "host_ops.jsonl").read_text().splitlines() if x.strip()]
-        out["host_ops.py --quick"] = {k: [r[k] for r in runs] for k in runs[0] if k != "torch"}
+    if real == REAL:
+        runs = [json.loads(x) for d in [HOST_OPS] + LATER if (d / "host_ops.jsonl").exists()
+                for x in (d / "host_ops.jsonl").read_text().splitlines() if x.strip()]
+        if runs:
+            out["host_ops.py --quick"] = {k: [r[k] for r in runs if k in r] for k in runs[0] if k != "torch"}
     return out
 
 

@@ -172,23 +172,26 @@ def test_bench_compare_splits_ttft_into_the_servers_phases(tmp_path):
 def test_bench_compare_reference_follows_the_emulated_runs_prefix_cache_state(tmp_path):
     """Case 8 run after 14 finds 47.6% of its prompt tokens cached, after 7 about 3%: where real runs were
     measured in the emulated run's state, those are its reference, although most real runs were in the other;
-    where none were, the median state's runs stay the reference."""
+    where none were, the median state's runs stay the reference. A run without the server's counters (the
+    earliest leases) counts as one in the median state: it is not the reference of another state."""
     import json
 
     from timewarp.integrations import bench_compare as bc
 
     dirs = []
     for name, hits, ttft in (("a", 0.028, 1000.0), ("b", 0.028, 1100.0), ("c", 0.012, 1200.0),
-                             ("t", 0.476, 570.0), ("u", 0.476, 890.0)):
-        d = _bench_dir(tmp_path / name, {8: hits})
+                             ("t", 0.476, 570.0), ("u", 0.476, 890.0), ("old", None, 1050.0)):
+        d = _bench_dir(tmp_path / name, {8: hits}) if hits is not None else tmp_path / name
+        d.mkdir(exist_ok=True)
         (d / "case8.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 15.0, "output_throughput": 1e4}))
         dirs.append(d)
     after_14 = bc.real_reference(dirs, {8: 0.476})
     assert after_14[8]["mean_ttft_ms_runs"] == [570.0, 890.0] and after_14[8]["mean_ttft_ms"] == 730.0
-    assert bc.real_reference(dirs, {8: 0.03})[8]["mean_ttft_ms_runs"] == [1000.0, 1100.0, 1200.0]
-    assert bc.real_reference(dirs, {8: 0.30})[8]["mean_ttft_ms_runs"] == [1000.0, 1100.0, 1200.0]
+    assert bc.real_reference(dirs, {8: 0.03})[8]["mean_ttft_ms_runs"] == [1000.0, 1100.0, 1200.0, 1050.0]
+    assert bc.real_reference(dirs, {8: 0.30})[8]["mean_ttft_ms_runs"] == [1000.0, 1100.0, 1200.0, 1050.0]
     left_out = bc.reference_runs(dirs, {8: 0.476})[1]
-    assert len(left_out) == 3 and all("the emulated run's 47.6%" in x for x in left_out), left_out
+    assert len(left_out) == 4 and all("the emulated run's 47.6%" in x for x in left_out), left_out
+    assert any(x.startswith("old: case 8 (no counters, taken as 2.8%") for x in left_out), left_out
 
 
 def test_proc_cpu_lists_a_process_tree_with_its_cpu_time(tmp_path):

@@ -454,3 +454,19 @@ def test_row_kernels_extend_a_measured_line_by_its_traffic_and_floor(tmp_path):
              if "rows" in e.get("args", {}) and "layer_norm" in e["name"]}
     assert 3.5 < norms[(65536, 4096)] / norms[(16384, 4096)] < 4.5, norms
     assert norms[(1, 1024)] < 0.8 * norms[(1, 4096)], norms
+
+
+def test_whole_program_reference_takes_every_leases_runs():
+    """compare_programs' real figures are medians over every lease that ran a program (the host-bound ones
+    differ by up to 50% between hosts): the demo's three leases, the per-op host costs' two, each with its own
+    values, none lost or doubled."""
+    import statistics
+
+    from timewarp.predictors import compare_programs as cp
+
+    real = cp.real_figures(cp.REAL)
+    assert real["demo"]["decode_ms"] == [12.74, 18.74, 18.33], real["demo"]
+    assert statistics.median(real["demo"]["prefill_ms"]) == 16.28
+    adds = real["host_ops.py --quick"]["add_m1"]
+    assert len(adds) == 6 and 7.52 in adds and max(adds) < 11, adds
+    assert len(real["hf_llama8b.py"]["generate_ms_per_token"]) == 9

@@ -7,12 +7,15 @@
 # message stamps of 2026-11-30 (shim_c/libc/message.c), which changed how bursts reach the engine: a burst of
 # 96 mid-length prompts, two long prompts at a time, many short requests, 128 long decodes; 15-17: held out
 # from the twentieth session's changes (chosen before they were measured): a middle concurrency with middle
-# lengths, 64 long-ish prompts with short outputs, three long prompts with long decodes.
+# lengths, 64 long-ish prompts with short outputs, three long prompts with long decodes; 18-21: held out from
+# the twenty-sixth session's changes (chosen before either side ran them): 40 short prompts with long outputs,
+# six 2,048-token prompts at a time, 96 mid-length ones, 24 long prompts with long outputs.
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
                  [7]="4 128 512 16" [8]="256 256 128 512" [9]="48 3072 64 96" [10]="24 768 192 72" \
                  [11]="96 512 128 192" [12]="2 1024 256 12" [13]="48 256 64 144" [14]="128 256 256 256" \
-                 [15]="12 640 160 48" [16]="64 1280 96 128" [17]="3 1792 384 9")
+                 [15]="12 640 160 48" [16]="64 1280 96 128" [17]="3 1792 384 9" \
+                 [18]="40 256 192 120" [19]="6 2048 128 24" [20]="96 1024 160 192" [21]="24 1536 224 72")
 
 # case_name K DIR: caseK, or caseKr when DIR already holds caseK.json (a repeated case keeps both results)
 case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case$1"; fi; }

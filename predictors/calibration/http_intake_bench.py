@@ -91,12 +91,16 @@ async def waves(port: int, plan: list[tuple[int, int]], prompt: str) -> dict:
                 server_cpu += got["cpu_s"] - s0
                 way.append((sum(calls) - sum(starts)) / c)
                 span.append(max(calls) - min(calls))
+            t0 = min(starts)   # the last round's timings, relative to its first start (ms): how the way in is made
+            detail = {"starts_ms": [round(1e3 * (x - t0), 3) for x in sorted(starts)],
+                      "calls_ms": [round(1e3 * (x - t0), 3) for x in sorted(calls)]}
             n = c * rounds
             # the first round of each size apart: a fresh machine's first rounds are slower (warm-up)
             out[str(c)] = {"way_in_ms": 1e3 * sum(way) / rounds, "call_span_ms": 1e3 * sum(span) / rounds,
                            "wall_ms": 1e3 * sum(wall) / rounds, "rounds": rounds,
                            "way_in_ms_first_round": 1e3 * way[0], "way_in_ms_last_half": 1e3 * sum(way[rounds // 2:]) / (rounds - rounds // 2),
-                           "server_cpu_ms_per_req": 1e3 * server_cpu / n, "client_cpu_ms_per_req": 1e3 * client_cpu / n}
+                           "server_cpu_ms_per_req": 1e3 * server_cpu / n, "client_cpu_ms_per_req": 1e3 * client_cpu / n,
+                           "last_round": detail}
     return out
 
 
