@@ -54,8 +54,9 @@ FIGURES = [
 
 HOST_OPS = HERE / "data" / "h200" / "host_ops_2026-11-30"
 # later leases of the same session script: 2026-12-01 (a slower host: host_speed factor 1.45, plus repeats),
-# 2026-12-03 (the programs once, host_ops.py --quick three times)
-LATER = [HERE / "data" / "h200" / d for d in ("programs_2026-12-01", "programs_2026-12-03")]
+# 2026-12-03 (the programs once, host_ops.py --quick three times), 2026-12-03b (the demo five times,
+# host_ops.py once: the demo's decode took 11.6-15.5 ms per token there, 18.3 on the host of -03)
+LATER = [HERE / "data" / "h200" / d for d in ("programs_2026-12-01", "programs_2026-12-03", "programs_2026-12-03b")]
 HF_RUNS = [REAL / "hf32_repeat.jsonl", HOST_OPS / "hf_llama8b.jsonl"] + [
     d / f for d in LATER for f in ("real_hf_llama8b.json", "hf32_repeat.jsonl")]
 
@@ -77,8 +78,9 @@ def real_figures(real: pathlib.Path) -> dict:
                 d = json.loads(line)
                 for k, v in d["result"].items():
                     out[d["program"]].setdefault(k, []).append(v)
-        for k, v in parse_demo((later / "demo.txt").read_text()).items():
-            out["demo"][k].append(v)
+        for f in (later / "demo.txt", later / "demo_repeat.txt"):
+            for k, vs in (parse_demo_runs(f.read_text()) if f.exists() else {}).items():
+                out["demo"][k] += vs
     if real == REAL:
         runs = [json.loads(x) for d in [HOST_OPS] + LATER if (d / "host_ops.jsonl").exists()
                 for x in (d / "host_ops.jsonl").read_text().splitlines() if x.strip()]
@@ -87,12 +89,18 @@ def real_figures(real: pathlib.Path) -> dict:
     return out
 
 
-def parse_demo(text: str) -> dict:
-    p = re.search(r"prefill \(.*?\):\s+([\d.]+) ms \(CUDA events\)", text)
-    d = re.search(r"decode\s+\(.*?\):\s+([\d.]+) ms/token \(CUDA events\)", text)
-    if not p or not d:
+def parse_demo_runs(text: str) -> dict:
+    """Each figure of every demo run in text (several runs' outputs one after another), in order."""
+    runs = {"prefill_ms": [float(x) for x in re.findall(r"prefill \(.*?\):\s+([\d.]+) ms \(CUDA events\)", text)],
+            "decode_ms": [float(x) for x in re.findall(r"decode\s+\(.*?\):\s+([\d.]+) ms/token \(CUDA events\)", text)]}
+    if not runs["prefill_ms"] or len(runs["prefill_ms"]) != len(runs["decode_ms"]):
         raise ValueError(f"demo output not understood:\n{text[-2000:]}")
-    return {"prefill_ms": float(p.group(1)), "decode_ms": float(d.group(1))}
+    return runs
+
+
+def parse_demo(text: str) -> dict:
+    """The figures of the first demo run in text."""
+    return {k: v[0] for k, v in parse_demo_runs(text).items()}
 
 
 def run_emulated(prog: str, progs: pathlib.Path) -> dict:
