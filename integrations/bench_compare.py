@@ -91,9 +91,9 @@ REFERENCE_HITS_TOLERANCE = 0.02
 
 
 def reference_runs(real_dirs: list[Path], emulated_hits: dict[int, float] | None = None
-                   ) -> tuple[dict[int, list[dict]], list[str]]:
-    """Per case, the real runs of the reference, and the runs left out (folder: case, hit rate) for another
-    prefix-cache state. The state is the emulated run's where real runs were measured in it (case 8 run after
+                   ) -> tuple[dict[int, list[dict]], list[str], set[tuple[str, int]]]:
+    """Per case, the real runs of the reference, and the runs left out for another prefix-cache state, as
+    lines (folder: case, hit rate) and as (folder name, case) pairs. The state is the emulated run's where real runs were measured in it (case 8 run after
     14 serves 47.6% of its prompt tokens from the cache, after 7 about 3%: leases t, u and v ran the first),
     else the median of the real runs' hit rates. A run without the counters (the earliest leases) is taken to
     be in that median state, the one of the usual order of cases (case 3 after cases 1 and 2: 32.7%; after
@@ -103,7 +103,7 @@ def reference_runs(real_dirs: list[Path], emulated_hits: dict[int, float] | None
         hits = prefix_hits(d)
         for k, r in load_cases(d).items():
             found.setdefault(k, []).append((d.name, r, hits.get(k)))
-    runs, left_out = {}, []
+    runs, left_out, out_pairs = {}, [], set()
     for k, rs in found.items():
         known = sorted(h for _, _, h in rs if h is not None)
         mid, what = (known[len(known) // 2] if known else None), "the runs' median"
@@ -116,9 +116,10 @@ def reference_runs(real_dirs: list[Path], emulated_hits: dict[int, float] | None
             if mid is not None and state is not None and abs(state - mid) > REFERENCE_HITS_TOLERANCE:
                 seen = f"{h:.1%} prefix-cache hits" if h is not None else f"no counters, taken as {usual:.1%}"
                 left_out.append(f"{name}: case {k} ({seen}, {what} {mid:.1%})")
+                out_pairs.add((name, k))
             else:
                 runs.setdefault(k, []).append(r)
-    return runs, left_out
+    return runs, left_out, out_pairs
 
 
 def real_reference(real_dirs: list[Path], emulated_hits: dict[int, float] | None = None) -> dict[int, dict]:
@@ -337,11 +338,16 @@ def cpu_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     the emulation charged for it in virtual time; over the client's main run where both sides noted it, else
     over the whole client command (its start-up and warm-up too). The API server's host work decides the HTTP
     path of TTFT ("client less server"); the real EngineCore's CPU includes its spins on the GPU, which the
-    emulation jumps over."""
+    emulation jumps over. Real runs in another prefix-cache state than the emulated run's are left out, as
+    from the reference."""
     emu = proc_cpu(emulated)
+    other_state = reference_runs(real_dirs, prefix_hits(emulated))[2]   # real runs of another prefix-cache state
     real: dict[str, dict[str, dict[str, list[float]]]] = {}
     for d in real_dirs:
         for case, spans in proc_cpu(d).items():
+            m = re.fullmatch(r"case(\d+)", case)
+            if m and (d.name, int(m.group(1))) in other_state:
+                continue
             for span, roles in spans.items():
                 for role, v in roles.items():
                     real.setdefault(case, {}).setdefault(span, {}).setdefault(role, []).append(v[0])

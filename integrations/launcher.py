@@ -156,10 +156,12 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     # switches of the message stamps, the busy reader's wait, eventfd wake-ups (shim_c/libc/message.c,
     # wait.c), the clock of an event loop's pool work (integrations/executor_clock.py) and of vLLM's EngineCore
     # input thread (integrations/vllm_plugin/input_clock.py)
-    # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c), and a wait's first
-    # look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look)
+    # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c), a wait's first
+    # look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look), aiohttp's eager request writes
+    # on Python < 3.12 (integrations/aiohttp_eager.py)
     for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK",
-                 "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL", "TIMEWARP_WAIT_FIRST_LOOK"):
+                 "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL", "TIMEWARP_WAIT_FIRST_LOOK",
+                 "TIMEWARP_AIOHTTP_EAGER"):
         if base.get(name) not in (None, "", "0", "1"):
             raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)

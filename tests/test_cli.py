@@ -192,6 +192,7 @@ def test_bench_compare_reference_follows_the_emulated_runs_prefix_cache_state(tm
     left_out = bc.reference_runs(dirs, {8: 0.476})[1]
     assert len(left_out) == 4 and all("the emulated run's 47.6%" in x for x in left_out), left_out
     assert any(x.startswith("old: case 8 (no counters, taken as 2.8%") for x in left_out), left_out
+    assert bc.reference_runs(dirs, {8: 0.476})[2] == {("a", 8), ("b", 8), ("c", 8), ("old", 8)}
 
 
 def test_proc_cpu_lists_a_process_tree_with_its_cpu_time(tmp_path):

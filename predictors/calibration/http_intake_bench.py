@@ -41,6 +41,14 @@ def serve(port: int) -> None:
 
     app = FastAPI()
     calls: list[float] = []
+    reads: list[float] = []   # when the server took each request's bytes in (uvicorn's protocol), to split the way in
+    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+    data_received = HttpToolsProtocol.data_received
+
+    def timed_data_received(self, data):
+        reads.append(time.perf_counter())
+        return data_received(self, data)
+    HttpToolsProtocol.data_received = timed_data_received
 
     # (no `from __future__ import annotations` in this file: FastAPI must see the model class itself here)
     @app.post("/v1/completions")
@@ -51,9 +59,10 @@ def serve(port: int) -> None:
 
     @app.get("/calls")
     async def take_calls():
-        out = list(calls)
+        out, got = list(calls), list(reads)
         calls.clear()
-        return {"calls": out, "cpu_s": time.process_time()}   # the server's CPU, finer than /proc's ticks
+        reads.clear()
+        return {"calls": out, "reads": got, "cpu_s": time.process_time()}   # the server's CPU, finer than /proc's ticks
 
     uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_level="warning")
 
@@ -87,13 +96,14 @@ async def waves(port: int, plan: list[tuple[int, int]], prompt: str) -> dict:
                 client_cpu += time.process_time() - c0
                 async with session.get(f"http://127.0.0.1:{port}/calls") as r:
                     got = await r.json()
-                calls = got["calls"]
+                calls, reads = got["calls"], got["reads"]
                 server_cpu += got["cpu_s"] - s0
                 way.append((sum(calls) - sum(starts)) / c)
                 span.append(max(calls) - min(calls))
             t0 = min(starts)   # the last round's timings, relative to its first start (ms): how the way in is made
             detail = {"starts_ms": [round(1e3 * (x - t0), 3) for x in sorted(starts)],
-                      "calls_ms": [round(1e3 * (x - t0), 3) for x in sorted(calls)]}
+                      "calls_ms": [round(1e3 * (x - t0), 3) for x in sorted(calls)],
+                      "reads_ms": [round(1e3 * (x - t0), 3) for x in sorted(reads)]}
             n = c * rounds
             # the first round of each size apart: a fresh machine's first rounds are slower (warm-up)
             out[str(c)] = {"way_in_ms": 1e3 * sum(way) / rounds, "call_span_ms": 1e3 * sum(span) / rounds,
