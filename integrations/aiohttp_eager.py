@@ -27,7 +27,7 @@ def eager_task(coro, *, name=None, context=None):
     finished eager task)."""
     loop = asyncio.get_running_loop()
     try:
-        yielded = coro.send(None)
+        yielded = coro.send(None) if context is None else context.run(coro.send, None)
     except StopIteration as done:
         fut = loop.create_future()
         fut.set_result(done.value)
@@ -36,7 +36,7 @@ def eager_task(coro, *, name=None, context=None):
         fut = loop.create_future()
         fut.set_exception(e)
         return fut
-    return loop.create_task(_resume(coro, yielded), name=name)
+    return loop.create_task(_resume(coro, yielded), name=name, context=context)
 
 
 async def _resume(coro, yielded):

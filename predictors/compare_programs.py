@@ -7,9 +7,10 @@ record under `timewarp run` and print the figures side by side.
 The programs (predictors/programs: unmodified PyTorch and transformers scripts) ship with the package.
 The real figures are predictors/data/h200/programs_2026-11-30
 (predictors/calibration/h200_programs_session.sh: real_hf_llama8b.json, programs.jsonl, demo.txt) and the same
-script's later lease, programs_2026-12-01 (a slower host, with device_basics.py run four times and the
-32-layer transformers program three); each figure's reference is the median of every run of the program (the
-transformers program: eight 32-layer runs on four leases, with host_ops_2026-11-30/hf_llama8b.jsonl), because
+script's later leases, programs_2026-12-01 (a slower host, with device_basics.py run four times and the
+32-layer transformers program three), programs_2026-12-03 and -03b (two more hosts, the demo six times in
+all); each figure's reference is the median of every run of the program (the
+transformers program: nine 32-layer runs on five leases, with host_ops_2026-11-30/hf_llama8b.jsonl), because
 the real host-bound figures moved by up to 75% between runs. (The 20-GEMM figure no longer takes the power
 lease's runs: those timed the same GEMMs warm, and the program's first GEMM loads cuBLAS's kernel, about 3 ms
 inside its events.) Each program runs --repeat times (default 1); the table shows medians and ranges, because

@@ -13,8 +13,9 @@ FastAPI route validating a pydantic body, and an aiohttp client posting a JSON b
 Prints one JSON line: per wave size C, the mean way in (ms; the mean of the handler's call times less the mean of
 the requests' start times, one monotonic clock in both processes), the span of the handler's calls within a
 wave (ms), the wave's wall time (ms), the way in of the first round and of the last half of the rounds (a fresh machine's
-first rounds are slower), and the server's and the client's CPU per request over the waves (ms, this host's:
-under emulation, this machine's CPU, not what it was charged).
+first rounds are slower), the server's and the client's CPU per request over the waves (ms, this host's:
+under emulation, this machine's CPU, not what it was charged), and the last round's timings relative to its
+first start (`last_round`: each request's start, the server's intake of its bytes, its handler call).
 """
 import argparse
 import asyncio
