@@ -20,6 +20,7 @@ alone (its start-up, about 10 s of imports and dataset building here, is not the
 """
 from __future__ import annotations
 
+import functools
 import gzip
 import json
 import re
@@ -51,13 +52,23 @@ METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_th
 
 def load_cases(d: Path) -> dict[int, dict]:
     """caseK.json, or caseK.json.gz (the committed real runs are compressed: the device tool carries the
-    repository's files and the vLLM pack in one transfer of 64 MiB)."""
-    out = {}
+    repository's files and the vLLM pack in one transfer of 64 MiB). Read once per file version: every table
+    asks for the whole reference again (about 120 loads per call); the result is shared, not to be changed."""
+    files = []
     for f in sorted(d.glob("case*.json*")):
         m = re.fullmatch(r"case(\d+)\.json(\.gz)?", f.name)
         if m:
-            text = gzip.decompress(f.read_bytes()).decode() if m.group(2) else f.read_text()
-            out[int(m.group(1))] = json.loads(text)
+            st = f.stat()
+            files.append((int(m.group(1)), str(f), st.st_mtime_ns, st.st_size))
+    return _load_case_files(tuple(files))
+
+
+@functools.lru_cache(maxsize=512)
+def _load_case_files(files: tuple) -> dict[int, dict]:
+    out = {}
+    for k, f, _mtime, _size in files:
+        raw = Path(f).read_bytes()
+        out[k] = json.loads(gzip.decompress(raw) if f.endswith(".gz") else raw)
     return out
 
 
