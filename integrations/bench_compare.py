@@ -117,11 +117,11 @@ def reference_runs(real_dirs: list[Path], emulated_hits: dict[int, float] | None
     runs, left_out, out_pairs = {}, [], set()
     for k, rs in found.items():
         known = sorted(h for _, _, h in rs if h is not None)
-        mid, what = (known[len(known) // 2] if known else None), "the runs' median"
+        usual = known[len(known) // 2] if known else None   # the median state, a run without counters's too
+        mid, what = usual, "the runs' median"
         e = (emulated_hits or {}).get(k)
         if e is not None and any(abs(h - e) <= REFERENCE_HITS_TOLERANCE for h in known):
             mid, what = e, "the emulated run's"
-        usual = known[len(known) // 2] if known else None
         for name, r, h in rs:
             state = h if h is not None else usual
             if mid is not None and state is not None and abs(state - mid) > REFERENCE_HITS_TOLERANCE:

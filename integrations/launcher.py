@@ -162,13 +162,10 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK",
                  "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL", "TIMEWARP_WAIT_FIRST_LOOK",
                  "TIMEWARP_AIOHTTP_EAGER"):
-        if base.get(name) not in (None, "", "0", "1"):
-            raise LauncherError(f"{name}={base[name]!r}: expected 0 (off) or 1 (on, the default)")
+        _switch(base, name)
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
     # every step of vLLM's detokenizer priced as native code, not only each request's first (native_price.py)
-    if base.get("TIMEWARP_DETOK_NATIVE_ALL") not in (None, "", "0", "1"):
-        raise LauncherError(f"TIMEWARP_DETOK_NATIVE_ALL={base['TIMEWARP_DETOK_NATIVE_ALL']!r}: expected 0 (each "
-                            f"request's first step only, the default) or 1 (every step)")
+    _switch(base, "TIMEWARP_DETOK_NATIVE_ALL", "0 (each request's first step only, the default) or 1 (every step)")
     return env
 
 
@@ -419,6 +416,12 @@ def die_like(returncode: int) -> int:
             except (OSError, ValueError):
                 pass
     return exit_status(returncode)
+
+
+def _switch(base: Mapping[str, str], name: str, expected: str = "0 (off) or 1 (on, the default)") -> None:
+    """A clear error unless variable name is unset, empty, 0 or 1 (what each means: expected)."""
+    if base.get(name) not in (None, "", "0", "1"):
+        raise LauncherError(f"{name}={base[name]!r}: expected {expected}")
 
 
 def _positive(base: Mapping[str, str], name: str, what: str, zero_ok: bool = False) -> float | None:
