@@ -158,10 +158,11 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     # input thread (integrations/vllm_plugin/input_clock.py)
     # and of Python's GIL between an event loop and its pool's work (shim_c/core/gil.c), a wait's first
     # look before the keeper may jump (shim_c/core/vclock.c, tw_tk_first_look), aiohttp's eager request writes
-    # on Python < 3.12 (integrations/aiohttp_eager.py)
+    # on Python < 3.12 (integrations/aiohttp_eager.py), the power cap's slowdown of sustained compute-bound work
+    # (shim_c/core/power.c)
     for name in ("TIMEWARP_MSG_STAMPS", "TIMEWARP_POLL_SYNC", "TIMEWARP_SIGNAL_FIRST", "TIMEWARP_EXECUTOR_CLOCK",
                  "TIMEWARP_VLLM_INPUT_CLOCK", "TIMEWARP_GIL_MODEL", "TIMEWARP_WAIT_FIRST_LOOK",
-                 "TIMEWARP_AIOHTTP_EAGER"):
+                 "TIMEWARP_AIOHTTP_EAGER", "TIMEWARP_POWER"):
         _switch(base, name)
     _positive(base, "TIMEWARP_GIL_WAIT_US", "real microseconds a pool's request for the GIL waits at most", zero_ok=True)
     # every step of vLLM's detokenizer priced as native code, not only each request's first (native_price.py)

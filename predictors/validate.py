@@ -19,14 +19,14 @@ import subprocess
 import sys
 import tempfile
 
-from timewarp.predictors.profile_build import DENSE_SRC, SLOPE_SRC
+from timewarp.predictors.profile_build import DENSE_SRC, GEMM_SRC, SDPA_SRC, SLOPE_SRC
 
 HERE = pathlib.Path(__file__).resolve().parent
 BENCH = HERE / "calibration" / "microbench_h200.py"
 DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29"}
 # newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us),
-# the folder the profile's per-node rows come from
-DATA_TABLES = {"H200": {"elementwise": SLOPE_SRC, "memcpy": DENSE_SRC if (DENSE_SRC / "memcpy.parquet").exists() else SLOPE_SRC}}
+# the folder the profile's per-node rows come from; the GEMM and attention sections rerun at full clock (--cool-ms)
+DATA_TABLES = {"H200": {"gemm": GEMM_SRC, "sdpa": SDPA_SRC, "elementwise": SLOPE_SRC, "memcpy": DENSE_SRC if (DENSE_SRC / "memcpy.parquet").exists() else SLOPE_SRC}}
 # the memcpy section's sizes: the dense grid (2^k and 1.5 x 2^k, 1 KiB-2 GiB) where its measurements are stored
 MEMCPY_GRID = "dense" if DATA_TABLES["H200"]["memcpy"] == DENSE_SRC else "pow2"
 
@@ -55,7 +55,9 @@ FIT_PROFILE = HERE / "data" / "h200" / "profile_fit.tsv"   # without the held-ou
 
 def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budget: int = 3000) -> None:
     cmd = [sys.executable, "-m", "timewarp", "run", "--gpu", gpu, "--", sys.executable, str(BENCH), str(outdir),
-           "--sections", sections, "--budget", str(budget), "--graph-slope", "--memcpy-grid", MEMCPY_GRID]
+           "--sections", sections, "--budget", str(budget), "--graph-slope", "--memcpy-grid", MEMCPY_GRID,
+           # as the real GEMM and attention rows were timed (GEMM_SRC, SDPA_SRC): each repetition at full clock
+           "--cool-ms", "150", "--cool-sections", "gemm_main,gemm_extra,sdpa", "--names", "subset"]
     # the profile without the held-out rows, so that their errors are those of the predictor's interpolation
     env = {**os.environ, "TIMEWARP_PROFILE": str(FIT_PROFILE)}
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)

@@ -23,7 +23,8 @@ and max. A replay's time includes a fixed cost (the host's launch while the GPU 
 12 us on the H200), which a graph of `inner` nodes divides among them; `--graph-slope` also times 4 x inner
 nodes and reports the slope (node_us) and that fixed cost. Inputs are rotated over n_buffers copies (at least ~256 MiB in all where that fits in 64 copies) so
 weights and activations come from HBM rather than the 60 MB L2, as in a model whose layers each have their
-own weights. Nothing here changes GPU clocks or settings.
+own weights. `--cool-ms MS` keeps every timed repetition at the card's full clock (see Ctx.cool). Each row
+notes when it ended (`t_end_s`, seconds from the start). Nothing here changes GPU clocks or settings.
 """
 import argparse
 import datetime
@@ -170,6 +171,11 @@ class Ctx:
         # cycles of torch.cuda._sleep before a 'busy' replay (about 0.5 ms at H200 clocks); 0 where the
         # device has no such kernel (under emulation it is one more kernel, timed like any other)
         self.busy_cycles = 1_000_000 if self.cuda else 0
+        self.cool_s = getattr(args, "cool_ms", 0.0) / 1e3
+        self.cool_sections = set((getattr(args, "cool_sections", None) or ",".join(SECTIONS)).split(","))
+        self.section = None
+        self.names = getattr(args, "names", "budget")
+        self._hot_s = 0.0
 
     def left(self):
         return self.deadline - time.perf_counter()
@@ -194,6 +200,25 @@ class Ctx:
                          "note": f"after section {label}; perf_counter over n launches + synchronize",
                          "after_section": label})
         return v
+
+    # The H200 lowers its clock 30-90 ms into compute-bound work and an idle gap of 30 ms or more restores it
+    # (predictors/data/h200/power_2026-11-30, -30b, gemm_cool_2026-12-03). Rows timed with --cool-ms are the
+    # full-clock figures that shim_c/core/power.c stretches; the untimed warm-up keeps the first launch after
+    # the wait (0.1-0.2 ms late on the real host: sdpa_cool_2026-12-03) out of the timed repetition.
+    HOT_LIMIT_S = 0.025
+
+    def cool(self, rep_s, warm, warm_s):
+        """--cool-ms: before a timed repetition of rep_s seconds that would end more than HOT_LIMIT_S of work
+        after the last cool-down, idle cool_ms, then run warm() (warm_s seconds of the same work, untimed) so
+        that the clock has ramped up. Without --cool-ms, nothing."""
+        if not self.cool_s or self.section not in self.cool_sections:
+            return
+        if self._hot_s + rep_s > self.HOT_LIMIT_S:
+            self.sync()
+            time.sleep(self.cool_s)
+            warm()
+            self._hot_s = warm_s
+        self._hot_s += rep_s
 
     def sync(self):
         if self.cuda:
@@ -232,6 +257,7 @@ class Ctx:
         torch = self.torch
         reps = reps or self.reps
         start, stop = self.timer()
+        self._hot_s = 1.0   # whatever ran before: cool down before the first timed repetition
         for j in range(2):
             fn(j)
         self.sync()
@@ -260,9 +286,14 @@ class Ctx:
                 self.sync()
                 return g
 
-            def replays(g, busy=False):
+            def replays(g, nodes, busy=False):
                 out = []
+                rep_s = t1 * nodes
                 for _ in range(reps):
+                    if rep_s <= 0.005:
+                        self.cool(rep_s, g.replay, rep_s)
+                    else:
+                        self.cool(rep_s, lambda: fn(0), t1)
                     if busy:   # the GPU busy while the host launches: only the device's own per-replay cost shows
                         torch.cuda._sleep(self.busy_cycles)
                     start()
@@ -271,31 +302,37 @@ class Ctx:
                 return out
 
             g = capture(inner)
-            totals = replays(g)
+            totals = replays(g, inner)
             times = [t / inner for t in totals]
             if self.graph_slope:
                 # per-node device time, free of the per-replay cost (host launch, graph start) that a replay
                 # of `inner` nodes divides among them: the slope between two graphs, of inner and 4 x inner
                 del g
                 g4 = capture(4 * inner)
-                t4 = statistics.median(replays(g4))
+                t4 = statistics.median(replays(g4, 4 * inner))
                 del g4
                 g = capture(inner)
-                t1r = statistics.median(replays(g))
+                t1r = statistics.median(replays(g, inner))
                 node = (t4 - t1r) / (3 * inner)
-                busy = statistics.median(replays(g, busy=True)) if self.busy_cycles else float("nan")
+                busy = statistics.median(replays(g, inner, busy=True)) if self.busy_cycles else float("nan")
                 slope = {"node_us": node * 1e6, "replay_fixed_us": (t1r - inner * node) * 1e6,
                          "replay_fixed_busy_us": (busy - inner * node) * 1e6}
             del g
         else:
             mode = "eager_loop" if self.cuda else "cpu_loop"
+
+            def loop():
+                for j in range(inner):
+                    fn(j)
             for _ in range(reps):
+                self.cool(t1 * inner, loop if t1 * inner <= 0.005 else (lambda: fn(0)), min(t1 * inner, 0.005))
                 start()
                 for j in range(inner):
                     fn(j)
                 times.append(stop() / inner)
         r = {"mode": mode, "inner": inner, "reps": reps, "t_median_us": statistics.median(times) * 1e6,
-             "t_min_us": min(times) * 1e6, "t_max_us": max(times) * 1e6}
+             "t_min_us": min(times) * 1e6, "t_max_us": max(times) * 1e6,
+             "t_end_s": round(time.perf_counter() - T0, 4), "cool_ms": self.cool_s * 1e3}
         if mode == "graph" and self.cuda and self.graph_slope:
             r.update(slope)
         return r
@@ -333,6 +370,8 @@ def section(name, out, ctx_or_none, fn, min_left=5.0):
         return
     t = time.perf_counter()
     log(f"== section {name}")
+    if ctx_or_none is not None:
+        ctx_or_none.section = name
     status = "ok"
     try:
         fn()
@@ -512,7 +551,8 @@ def sec_gemm_main(ctx, out):
         for m in ms:
             # kernel names for every shape while the budget is comfortable, else for a fixed subset
             gemm_one(ctx, out, "linear", "bf16", m, n, k, modes=("graph", "eager_loop"),
-                     prof=(m, n, k) in PROFILE_GEMM or ctx.left() > 240 or (ctx.dry and m == 1))
+                     prof=(m, n, k) in PROFILE_GEMM or (ctx.names == "budget" and ctx.left() > 240)
+                     or (ctx.dry and m == 1))
             gemm_one(ctx, out, "matmul", "bf16", m, n, k, modes=("graph",), prof=ctx.dry and m == 16)
         ctx.torch.cuda.empty_cache() if ctx.cuda else None
         last = [r for r in out.tables["gemm"] if r.get("n") == n and r.get("k") == k and r.get("m") == ms[-1]]
@@ -1159,6 +1199,15 @@ def main():
     ap.add_argument("--memcpy-grid", choices=("pow2", "dense"), default="pow2",
                     help="memcpy sizes: powers of two 1 KiB-1 GiB, or 'dense' (also 1.5 x 2^k, up to 2 GiB, pinned "
                          "copies in graphs too, the slope graph on the same buffers; sec_memcpy)")
+    ap.add_argument("--cool-ms", type=float, default=0.0,
+                    help="idle this long (150; the H200 restores its full clock after 30 ms) before a timed "
+                         "repetition that would end more than 25 ms of work after the last cool-down, then warm "
+                         "up untimed: every row at full clock (Ctx.cool). 0: back to back, as before")
+    ap.add_argument("--cool-sections", default=None,
+                    help="the sections --cool-ms applies to (default: all)")
+    ap.add_argument("--names", choices=("budget", "subset"), default="budget",
+                    help="GEMM kernel names (torch.profiler) for every shape while the budget is comfortable, "
+                         "or only for the fixed subset PROFILE_GEMM")
     ap.add_argument("--memcpy-passes", type=int, default=1, help="passes over the memcpy grid (column `pass`)")
     args = ap.parse_args()
 

@@ -2,6 +2,7 @@
 
     python3 power_dynamics.py OUT.json           the first set (power_2026-11-30)
     python3 power_dynamics.py OUT.json second    the second set: duty cycles, recovery, a mixed prefill layer
+    python3 power_dynamics.py OUT.json third     the third set: shorter idle gaps, copies or adds instead of idle
 
 Each experiment starts after 3 s of idle (the card cools down to its idle clock) and times every launch
 with its own pair of CUDA events, so the duration of launch i against its start time is the throttling
@@ -20,6 +21,19 @@ Second set:
   prefill8k     a Llama-3-8B-shaped layer at 8192 tokens (RMSNorm, QKV, causal SDPA, O, SwiGLU MLP, residual
                 adds; bf16, eager), one launch = one layer, back to back for 3 s: a mixed, mostly
                 compute-bound workload
+Third set (power_dynamics.py OUT.json third):
+  recover_*     as above, with idle gaps of 30, 45, 60 and 75 ms: where between 25 ms (no) and 100 ms (yes)
+                an idle gap restores the clock
+  copies_after  1 s of matmuls, then 150 ms of back-to-back 1 GiB copies (no idle), then 20 matmuls: whether
+                memory-bound work keeps the clock down
+  adds_after    the same with 150 ms of back-to-back small adds (launch-bound, the GPU mostly idle)
+  rows_*        the pattern of a microbenchmark's rows: 20 ms of matmuls, then an idle gap (40, 60, 80 ms),
+                for 2 s
+Ramp set (power_dynamics.py OUT.json ramp): the first kernels after a pause. Each trial warms the card with
+20 ms of 8192^3 matmuls (below the onset), then waits (idle for 0.2-50 ms, or busy for 20 ms with
+memory-bound adds of 256 MiB that keep the SMs working), then times 5 launches of one kernel: the 8192^3
+and 4096^3 matmuls, a 4096x4096 GEMV (memory-bound), an add of 2^24 elements; 5 trials per case:
+  ramp_<kernel>_<gap ms>    {"t_ms", "dur_ms"} of every trial's 5 launches, trial after trial
 Writes {experiment: {"t_ms": [...], "dur_ms": [...]}} plus the card's name and limits. Nothing here changes
 GPU clocks or settings.
 """
@@ -77,7 +91,79 @@ b8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 c8 = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
 gemm8 = lambda: torch.mm(a8, b8, out=c8)  # noqa: E731
 second = len(sys.argv) > 2 and sys.argv[2] == "second"
-if not second:
+third = len(sys.argv) > 2 and sys.argv[2] == "third"
+if len(sys.argv) > 2 and sys.argv[2] == "ramp":
+    a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
+    c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
+    v = torch.randn(4096, 1, device=dev, dtype=torch.bfloat16)
+    x24 = torch.randn(1 << 24, device=dev)
+    big = torch.randn(1 << 26, device=dev)       # 256 MiB: a memory-bound add that keeps the SMs busy
+    kernels = {"mm8192": gemm8, "mm4096": lambda: torch.mm(a4, a4, out=c4), "gemv4096": lambda: torch.mm(a4, v),
+               "add16m": lambda: x24.add_(1.0)}
+    for k in kernels.values():
+        k()
+    torch.cuda.synchronize()
+    time.sleep(1.0)
+    for kname, k in kernels.items():
+        for gap in (0.2, 0.5, 1, 2, 5, 10, 20, 50, "busy"):
+            t_all, d_all = [], []
+            for _ in range(5):
+                for _ in range(15):                       # ~20 ms of work, below the onset
+                    gemm8()
+                if gap == "busy":
+                    torch.cuda.synchronize()
+                    t_end = time.perf_counter() + 0.02
+                    while time.perf_counter() < t_end:
+                        big.add_(1.0)
+                        torch.cuda.synchronize()
+                else:
+                    torch.cuda.synchronize()
+                    t_end = time.perf_counter() + gap / 1e3
+                    while time.perf_counter() < t_end:    # spin: sleep's granularity is too coarse at 0.2 ms
+                        pass
+                evs = []
+                for _ in range(5):
+                    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    e0.record()
+                    k()
+                    e1.record()
+                    evs.append((e0, e1))
+                torch.cuda.synchronize()
+                t_all += [round(evs[0][0].elapsed_time(a), 4) for a, _ in evs]
+                d_all += [round(a.elapsed_time(b), 5) for a, b in evs]
+                time.sleep(0.1)                           # cool down between trials
+            res[f"ramp_{kname}_{gap}"] = {"t_ms": t_all, "dur_ms": d_all}
+        print(kname, {g: sorted(res[f"ramp_{kname}_{g}"]["dur_ms"][0::5])[2] for g in (0.2, 1, 5, 20, 50, "busy")},
+              "steady", sorted(res[f"ramp_{kname}_50"]["dur_ms"][4::5])[2], flush=True)
+elif third:
+    src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+    dst = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
+    small = torch.ones(1024, device=dev)
+    for _ in range(3):
+        gemm8()
+        dst.copy_(src)
+    torch.cuda.synchronize()
+
+    def busy_for(work, seconds):
+        t_end = time.perf_counter() + seconds
+        n = 0
+        while time.perf_counter() < t_end:
+            work()
+            n += 1
+            if n % 64 == 0:
+                torch.cuda.synchronize()
+        torch.cuda.synchronize()
+
+    for gap in (0.03, 0.045, 0.06, 0.075):
+        run(f"recover_warm_{gap}", gemm8, seconds=1)
+        run(f"recover_{gap}", gemm8, count=20, pause_s=gap)
+    for name, work in (("copies_after", lambda: dst.copy_(src)), ("adds_after", lambda: small.add_(1))):
+        run(f"{name}_warm", gemm8, seconds=1)
+        busy_for(work, 0.15)
+        run(name, gemm8, count=20, pause_s=0.0)
+    for gap in (40, 60, 80):
+        run(f"rows_{gap}", gemm8, seconds=2, burst_ms=20, idle_ms=gap)
+elif not second:
     a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
     c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
     src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
