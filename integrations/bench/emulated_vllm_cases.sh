@@ -12,7 +12,10 @@ set -u
 OUT=$(mkdir -p "${1:?usage: emulated_vllm_cases.sh OUT_DIR [CASES]}" && cd "$1" && pwd)
 CASES=${2:-"1 2 3 4 5 6"}
 PY=${PYTHON:-python3}
-MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
+# MODEL: another model folder (config.json; its tokenizer, or the default folder's where it has none)
+DEFAULT_MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
+MODEL=$(cd "${MODEL:-$DEFAULT_MODEL}" && pwd)
+TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$DEFAULT_MODEL
 PORT=${PORT:-8017}
 # PYTHONSAFEPATH: run from a checkout, `python -m` would import the source folder timewarp/ (no integrations/
 # in it) instead of the installed package, and vLLM's timewarp plugin would not load
@@ -25,7 +28,7 @@ export TIMEWARP_CHARGE_DIR=$OUT/charge
 t0=$(real)
 # SERVE_ARGS: more `vllm serve` arguments (word-split), as real_vllm_baseline.sh takes them; with
 # "--tensor-parallel-size 2", run under `timewarp run --gpus 2`
-$PY -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port $PORT ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
+$PY -m vllm.entrypoints.cli.main serve "$MODEL" --tokenizer "$TOKENIZER" --load-format dummy --port $PORT ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
 srv=$!
 until $PY -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('http://127.0.0.1:$PORT/health', timeout=2).status==200 else 1)" 2>/dev/null; do
   kill -0 $srv 2>/dev/null || { echo "server died"; tail -20 "$OUT/serve.log"; exit 3; }
@@ -39,7 +42,7 @@ for k in $CASES; do
   echo "$name start $(mono_ns $PY)" >> "$OUT/marks.txt"
   proc_cpu $PY "$name start" $srv >> "$OUT/proc_cpu.txt"
   TIMEFORMAT="$name client user=%U sys=%S wall=%R"
-  { time PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" \
+  { time PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" --tokenizer "$TOKENIZER" \
       --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
       --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json 2>&1 \
     | main_marks $PY $name $$ "$OUT" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"

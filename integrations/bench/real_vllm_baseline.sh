@@ -13,6 +13,8 @@
 #
 # Env: PARTS (default /root/parts), BUDGET_S (seconds the whole script may take, default 450),
 #      CASES (default "1 2 3 4"; a case named twice writes caseKr.json the second time),
+#      MODEL (default integrations/models/llama3-8b-shape): another model folder (config.json only: the
+#      default folder's tokenizer serves it),
 #      SERVE_ARGS (more `vllm serve` arguments, e.g. "--tensor-parallel-size 2"),
 #      PROFILE_CASES (default none): cases run first, under vLLM's torch profiler (PROFILE_DELAY steps into
 #      the case, PROFILE_STEPS steps) with other prompts (--seed 7: no prefix-cache hit for the later
@@ -27,7 +29,10 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 PARTS=${PARTS:-/root/parts}
 BUDGET_S=${BUDGET_S:-450}
 CASES=${CASES:-"1 2 3 4"}
-MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
+# MODEL: another model folder (config.json; its tokenizer, or the default folder's where it has none)
+DEFAULT_MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
+MODEL=$(cd "${MODEL:-$DEFAULT_MODEL}" && pwd)
+TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$DEFAULT_MODEL
 el() { echo $(( $(date +%s) - t0 )); }
 . "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
 note() { echo "[$(el)s] $*" | tee -a "$OUT/bench.log"; }
@@ -43,7 +48,7 @@ if [ -n "$PROFILE_CASES" ]; then
   prof_args=(--profiler-config "{\"profiler\": \"torch\", \"torch_profiler_dir\": \"/tmp/prof\", \"torch_profiler_with_stack\": false, \"ignore_frontend\": true, \"delay_iterations\": ${PROFILE_DELAY:-100}, \"max_iterations\": ${PROFILE_STEPS:-30}}")
 fi
 # SERVE_ARGS: more `vllm serve` arguments (word-split), e.g. "--tensor-parallel-size 2"
-python3 -m vllm.entrypoints.cli.main serve "$MODEL" --load-format dummy --port 8000 "${prof_args[@]}" ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
+python3 -m vllm.entrypoints.cli.main serve "$MODEL" --tokenizer "$TOKENIZER" --load-format dummy --port 8000 "${prof_args[@]}" ${SERVE_ARGS:-} > "$OUT/serve.log" 2>&1 &
 srv=$!
 note "server pid $srv started"
 
@@ -65,7 +70,7 @@ if [ $ready = 1 ]; then
     note "prof_case$k: C=$C I=$I O=$O N=$N under the profiler"
     echo "prof_case$k start $(mono_ns python3)" >> "$OUT/marks.txt"
     timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --profile --seed 7 \
-      --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
+      --model "$MODEL" --tokenizer "$TOKENIZER" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
       --num-prompts $N --max-concurrency $C --save-result --result-dir "$OUT" --result-filename prof_case$k.json \
       >> "$OUT/bench.log" 2>&1
     note "prof_case$k rc=$?"
@@ -95,7 +100,7 @@ if [ $ready = 1 ]; then
     proc_cpu python3 "$name start" $srv >> "$OUT/proc_cpu.txt"
     TIMEFORMAT="$name client user=%U sys=%S wall=%R"
     { time timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
-      --model "$MODEL" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
+      --model "$MODEL" --tokenizer "$TOKENIZER" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
       --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
       2>&1 | main_marks python3 $name $$ "$OUT" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
     proc_cpu python3 "$name end" $srv >> "$OUT/proc_cpu.txt"
