@@ -85,9 +85,9 @@ SLOPE_SRC = HERE / "data" / "h200" / "graph_slope_2026-12-01"
 # 2 GiB, pinned H2D/D2H also inside graphs, the slope graph on the same buffers as the inner one; medians over
 # the two passes. Where present, every copy, memset and uint8 fill row comes from here (_dense_table)
 DENSE_SRC = HERE / "data" / "h200" / "memcpy_dense_2026-12-02"
-# the GEMM and attention sections again (2026-12-03, --cool-ms 150): every timed repetition at the card's full clock, so that
-# shim_c/core/power.c's stretch under sustained work is not counted twice (the rows of DEFAULT_SRC were timed
-# back to back and carry 0-20% of the power cap's slowdown, median 3%)
+# the GEMM and attention sections again (2026-12-03, --cool-ms 150): every timed repetition at the card's full
+# clock, so that shim_c/core/power.c's stretch under sustained work is not counted twice (the rows of
+# DEFAULT_SRC were timed back to back and carry 0-22% of the power cap's slowdown, median 3%)
 GEMM_SRC = HERE / "data" / "h200" / "gemm_cool_2026-12-03"
 SDPA_SRC = HERE / "data" / "h200" / "sdpa_cool_2026-12-03"    # the attention section likewise
 CAPPED_RATIO = 1.10    # the power cap's first level (1.10-1.14 measured; shim_c/core/power.c)
@@ -342,7 +342,7 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
     # an in-situ row that took CAPPED_RATIO times its shape's full-clock row or more was timed under the power
     # cap (serving's prefill of 4096-8192 tokens: 1.13-1.17x): the full-clock row stands in for it, and
     # shim_c/core/power.c stretches it where the work is sustained, also in serving
-    vgemm = [v for v in vllm_gemm_rows(pd) if not v[1] in full_clock or v[2] < CAPPED_RATIO * full_clock[v[1]]]
+    vgemm = [v for v in vllm_gemm_rows(pd) if v[1] not in full_clock or v[2] < CAPPED_RATIO * full_clock[v[1]]]
     in_situ = {key for _, key, _, _ in vgemm}
     out += vgemm
     for r in _gemm_rows(pd, GEMM_SRC).itertuples():
@@ -604,8 +604,8 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with
     are fitted on the fitted rows in both."""
     which = "every measured row" if with_held_out else "held-out rows excluded"
     lines = [f"# measured profile for the C core (shim_c/core/profile.c); built by predictors/profile_build.py from "
-             f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src} (GEMMs, attention: {GEMM_SRC.relative_to(HERE)}, {SDPA_SRC.relative_to(HERE)}); {which}; "
-             "do not edit",
+             f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src} (GEMMs, attention: "
+             f"{GEMM_SRC.relative_to(HERE)}, {SDPA_SRC.relative_to(HERE)}); {which}; do not edit",
              "gpu\tH200"]
     n = 0
     measured = sorted(rows(src))

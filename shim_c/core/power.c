@@ -13,10 +13,10 @@
  * clock) are stretched, by FIRST for FIRST_NS and by LATER after that.
  *
  * Rows measured inside sustained runs (vLLM's in-situ GEMMs, flagged `sustained` by profile.c) and the
- * FlashAttention step model already carry the slowdown and are not stretched. The microbenchmark's GEMM rows
- * (gemm_cool_2026-12-03) were timed at full clock (each repetition after a 150 ms cool-down) and are. A CUDA
- * graph replay counts as compute-bound work when it holds such nodes, and its stretchable nodes' time is
- * stretched (in a trace, its nodes keep their unstretched places).
+ * FlashAttention step model already carry the slowdown and are not stretched. The microbenchmark's GEMM and
+ * attention rows (gemm_cool_2026-12-03, sdpa_cool_2026-12-03) were timed at full clock (each repetition after
+ * a 150 ms cool-down) and are. A CUDA graph replay counts as compute-bound work when it holds such nodes, and
+ * its stretchable nodes' time is stretched (in a trace, its nodes keep their unstretched places).
  *
  * On by default; TIMEWARP_POWER=0 turns it off (every kernel at full clock). */
 #define _GNU_SOURCE
