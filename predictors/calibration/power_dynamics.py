@@ -86,13 +86,26 @@ def run(name, launch, seconds=None, count=None, burst_ms=None, idle_ms=None, pau
           f"last 10 {sorted(d[-10:])[5 if len(d) >= 10 else 0]:.4f} ms", flush=True)
 
 
+def busy_for(work, seconds, sync_every=64):
+    """Launch work() back to back for `seconds` of host time, the host at most sync_every launches ahead."""
+    t_end = time.perf_counter() + seconds
+    n = 0
+    while time.perf_counter() < t_end:
+        work()
+        n += 1
+        if n % sync_every == 0:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+
+
 a8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 b8 = torch.randn(8192, 8192, device=dev, dtype=torch.bfloat16)
 c8 = torch.empty(8192, 8192, device=dev, dtype=torch.bfloat16)
 gemm8 = lambda: torch.mm(a8, b8, out=c8)  # noqa: E731
-second = len(sys.argv) > 2 and sys.argv[2] == "second"
-third = len(sys.argv) > 2 and sys.argv[2] == "third"
-if len(sys.argv) > 2 and sys.argv[2] == "ramp":
+which = sys.argv[2] if len(sys.argv) > 2 else "first"
+if which not in ("first", "second", "third", "ramp"):
+    sys.exit(f"power_dynamics.py: unknown set {which!r} (first, second, third or ramp)")
+if which == "ramp":
     a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
     c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
     v = torch.randn(4096, 1, device=dev, dtype=torch.bfloat16)
@@ -112,10 +125,7 @@ if len(sys.argv) > 2 and sys.argv[2] == "ramp":
                     gemm8()
                 if gap == "busy":
                     torch.cuda.synchronize()
-                    t_end = time.perf_counter() + 0.02
-                    while time.perf_counter() < t_end:
-                        big.add_(1.0)
-                        torch.cuda.synchronize()
+                    busy_for(lambda: big.add_(1.0), 0.02, sync_every=1)
                 else:
                     torch.cuda.synchronize()
                     t_end = time.perf_counter() + gap / 1e3
@@ -135,7 +145,7 @@ if len(sys.argv) > 2 and sys.argv[2] == "ramp":
             res[f"ramp_{kname}_{gap}"] = {"t_ms": t_all, "dur_ms": d_all}
         print(kname, {g: sorted(res[f"ramp_{kname}_{g}"]["dur_ms"][0::5])[2] for g in (0.2, 1, 5, 20, 50, "busy")},
               "steady", sorted(res[f"ramp_{kname}_50"]["dur_ms"][4::5])[2], flush=True)
-elif third:
+elif which == "third":
     src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
     dst = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
     small = torch.ones(1024, device=dev)
@@ -143,16 +153,6 @@ elif third:
         gemm8()
         dst.copy_(src)
     torch.cuda.synchronize()
-
-    def busy_for(work, seconds):
-        t_end = time.perf_counter() + seconds
-        n = 0
-        while time.perf_counter() < t_end:
-            work()
-            n += 1
-            if n % 64 == 0:
-                torch.cuda.synchronize()
-        torch.cuda.synchronize()
 
     for gap in (0.03, 0.045, 0.06, 0.075):
         run(f"recover_warm_{gap}", gemm8, seconds=1)
@@ -163,7 +163,7 @@ elif third:
         run(name, gemm8, count=20, pause_s=0.0)
     for gap in (40, 60, 80):
         run(f"rows_{gap}", gemm8, seconds=2, burst_ms=20, idle_ms=gap)
-elif not second:
+elif which == "first":
     a4 = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16)
     c4 = torch.empty(4096, 4096, device=dev, dtype=torch.bfloat16)
     src = torch.empty(1 << 30, device=dev, dtype=torch.uint8)
@@ -180,7 +180,7 @@ elif not second:
     run("copy1g", lambda: dst.copy_(src), seconds=2)
     for i in range(5):
         run(f"gemm20_{i}", gemm8, count=20, pause_s=1.0)
-else:
+elif which == "second":
     import torch.nn.functional as F
     T, H, I, NH, KV, D = 8192, 4096, 14336, 32, 8, 128
     bf = dict(device=dev, dtype=torch.bfloat16)
