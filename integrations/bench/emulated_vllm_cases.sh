@@ -14,7 +14,9 @@ CASES=${2:-"1 2 3 4 5 6"}
 PY=${PYTHON:-python3}
 # MODEL: another model folder (config.json; its tokenizer, or the default folder's where it has none)
 DEFAULT_MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
-MODEL=$(cd "${MODEL:-$DEFAULT_MODEL}" && pwd)
+WANTED_MODEL=${MODEL:-$DEFAULT_MODEL}
+MODEL=$(cd "$WANTED_MODEL" 2>/dev/null && pwd)
+[ -f "$MODEL/config.json" ] || { echo "$(basename "$0"): MODEL=$WANTED_MODEL: not a model folder (no config.json)" >&2; exit 2; }
 TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$DEFAULT_MODEL
 PORT=${PORT:-8017}
 # PYTHONSAFEPATH: run from a checkout, `python -m` would import the source folder timewarp/ (no integrations/
