@@ -24,6 +24,17 @@ case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case
 # (integrations/vllm_plugin/timeline.py): marks each case on it
 mono_ns() { "$1" -c "import time; print(time.perf_counter_ns())"; }
 
+# model_folder DEFAULT: MODEL (the environment's, else DEFAULT) as an absolute folder that holds a config.json,
+# and TOKENIZER: that folder where it has its own tokenizer, else DEFAULT; exits 2 naming a folder without one
+model_folder() {
+  local default wanted
+  default=$(cd "$1" && pwd)
+  wanted=${MODEL:-$default}
+  MODEL=$(cd "$wanted" 2>/dev/null && pwd)
+  [ -f "$MODEL/config.json" ] || { echo "$(basename "$0"): MODEL=$wanted: not a model folder (no config.json)" >&2; exit 2; }
+  TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$default
+}
+
 # real: seconds since boot (/proc/uptime), a real clock that timewarp does not virtualize: wall times of the
 # emulation itself
 real() { cut -d' ' -f1 /proc/uptime; }

@@ -12,12 +12,6 @@ set -u
 OUT=$(mkdir -p "${1:?usage: emulated_vllm_cases.sh OUT_DIR [CASES]}" && cd "$1" && pwd)
 CASES=${2:-"1 2 3 4 5 6"}
 PY=${PYTHON:-python3}
-# MODEL: another model folder (config.json; its tokenizer, or the default folder's where it has none)
-DEFAULT_MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
-WANTED_MODEL=${MODEL:-$DEFAULT_MODEL}
-MODEL=$(cd "$WANTED_MODEL" 2>/dev/null && pwd)
-[ -f "$MODEL/config.json" ] || { echo "$(basename "$0"): MODEL=$WANTED_MODEL: not a model folder (no config.json)" >&2; exit 2; }
-TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$DEFAULT_MODEL
 PORT=${PORT:-8017}
 # PYTHONSAFEPATH: run from a checkout, `python -m` would import the source folder timewarp/ (no integrations/
 # in it) instead of the installed package, and vLLM's timewarp plugin would not load
@@ -26,7 +20,8 @@ export HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 PYTHONSAFEPATH=1
 # totals of the server's processes and the client's at each case's and each main run's start and end
 mkdir -p "$OUT/charge"
 export TIMEWARP_CHARGE_DIR=$OUT/charge
-. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns, real
+. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns, real, model_folder
+model_folder "$(dirname "$0")/../models/llama3-8b-shape"   # MODEL, TOKENIZER
 t0=$(real)
 # SERVE_ARGS: more `vllm serve` arguments (word-split), as real_vllm_baseline.sh takes them; with
 # "--tensor-parallel-size 2", run under `timewarp run --gpus 2`

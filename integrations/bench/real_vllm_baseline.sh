@@ -29,14 +29,9 @@ OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 PARTS=${PARTS:-/root/parts}
 BUDGET_S=${BUDGET_S:-450}
 CASES=${CASES:-"1 2 3 4"}
-# MODEL: another model folder (config.json; its tokenizer, or the default folder's where it has none)
-DEFAULT_MODEL=$(cd "$(dirname "$0")/../models/llama3-8b-shape" && pwd)
-WANTED_MODEL=${MODEL:-$DEFAULT_MODEL}
-MODEL=$(cd "$WANTED_MODEL" 2>/dev/null && pwd)
-[ -f "$MODEL/config.json" ] || { echo "$(basename "$0"): MODEL=$WANTED_MODEL: not a model folder (no config.json)" >&2; exit 2; }
-TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$DEFAULT_MODEL
 el() { echo $(( $(date +%s) - t0 )); }
-. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns
+. "$(dirname "$0")/cases.sh"  # SPEC, case_name, mono_ns, model_folder
+model_folder "$(dirname "$0")/../models/llama3-8b-shape"   # MODEL, TOKENIZER
 note() { echo "[$(el)s] $*" | tee -a "$OUT/bench.log"; }
 
 note "parts: $(ls -la "$PARTS" 2>&1 | tr '\n' ' ')"
