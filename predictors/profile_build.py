@@ -338,14 +338,15 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
     import pandas as pd
 
     out = []
-    full_clock = {gemm_key(r): r.t_median_us * 1e3 for r in _gemm_rows(pd, GEMM_SRC).itertuples()}
+    gemm = _gemm_rows(pd, GEMM_SRC)
+    full_clock = {gemm_key(r): r.t_median_us * 1e3 for r in gemm.itertuples()}
     # an in-situ row that took CAPPED_RATIO times its shape's full-clock row or more was timed under the power
     # cap (serving's prefill of 4096-8192 tokens: 1.13-1.17x): the full-clock row stands in for it, and
     # shim_c/core/power.c stretches it where the work is sustained, also in serving
     vgemm = [v for v in vllm_gemm_rows(pd) if v[1] not in full_clock or v[2] < CAPPED_RATIO * full_clock[v[1]]]
     in_situ = {key for _, key, _, _ in vgemm}
     out += vgemm
-    for r in _gemm_rows(pd, GEMM_SRC).itertuples():
+    for r in gemm.itertuples():
         if gemm_key(r) not in in_situ:
             out.append(("gemm", gemm_key(r), r.t_median_us * 1e3, is_held_out("gemm", r)))
     for r in _attn_rows(pd, SDPA_SRC).itertuples():
