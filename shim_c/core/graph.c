@@ -231,6 +231,9 @@ tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out) {
     if (!x) return TW_ERR_OUT_OF_MEMORY;
     x->magic = EXEC_MAGIC;
     tw_err e = exec_fill(x, g);
+    if (!e && (e = tw_graph_memory_instantiate(x->dev, x->n))) {
+        free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
+    }
     if (e) { free(x); return e; }
     *out = x;
     return TW_OK;
@@ -238,12 +241,16 @@ tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out) {
 
 tw_err tw_graph_exec_update(tw_graph_exec *x, tw_graph *g) {
     if (!x || x->magic != EXEC_MAGIC || !g || g->magic != GRAPH_MAGIC) return TW_ERR_INVALID_VALUE;
-    return exec_fill(x, g);
+    tw_err e = tw_graph_memory_update(g->dev, x->n, g->n);
+    if (e) return e;
+    if ((e = exec_fill(x, g))) (void)tw_graph_memory_update(g->dev, g->n, x->n);
+    return e;
 }
 
 tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
     if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_HANDLE;
     x->magic = 0;
+    tw_graph_memory_destroy(x->dev, x->n);
     free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
     free(x);
     return TW_OK;

@@ -266,6 +266,18 @@ void tw_mem_info(int dev, size_t *free_bytes, size_t *total_bytes) {
     if (free_bytes) *free_bytes = s->total_mem - s->context_reserved - used;
 }
 
+/* Device memory the driver takes for itself after start-up (executable graphs: graph_memory.c): counted as
+ * used for good, as the driver keeps such pools until the context ends. */
+tw_err tw_mem_reserve_driver(int dev, size_t bytes) {
+    if (dev < 0 || dev >= tw_ndevices) return TW_ERR_INVALID_VALUE;
+    TW_LOCK();
+    arena *A = &arenas[dev];
+    tw_err e = A->used + bytes > A->capacity ? TW_ERR_OUT_OF_MEMORY : TW_OK;
+    if (!e) A->used += bytes;
+    TW_UNLOCK();
+    return e;
+}
+
 size_t tw_mem_used(int dev) { return dev >= 0 && dev < tw_ndevices ? arenas[dev].used : 0; }
 
 /* How many bytes from p on are host-accessible: plain host memory (not ours) counts as accessible;

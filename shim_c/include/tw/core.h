@@ -178,6 +178,8 @@ tw_err tw_host_unregister(void *ptr);
 int tw_mem_lookup(const void *ptr, tw_alloc *out);
 void tw_mem_info(int dev, size_t *free_bytes, size_t *total_bytes);
 size_t tw_mem_used(int dev);
+/* Device memory the driver keeps for itself from now on (graph_memory.c); out of memory past the capacity. */
+tw_err tw_mem_reserve_driver(int dev, size_t bytes);
 /* Data movement now, where both sides are backed; reads of unbacked device memory give zeros. */
 void tw_mem_copy_now(void *dst, const void *src, size_t n);
 void tw_mem_set_now(void *dst, int value, size_t n);
