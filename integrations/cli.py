@@ -124,8 +124,8 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
 @cli.command("vllm-bench")
 @click.option("--gpu", default=None, callback=_gpu_key, metavar="NAME", help="Virtual GPU (default H200).")
 @click.option("--model", type=click.Path(file_okay=False), default=None,
-              help="Model folder (config.json + tokenizer; weights are not read). Default: the embedded "
-                   "Llama-3-8B-shaped model.")
+              help="Model folder (config.json, and a tokenizer or the embedded model's is used; weights are "
+                   "not read). Default: the embedded Llama-3-8B-shaped model.")
 @click.option("--input-len", type=click.IntRange(1), default=512, show_default=True, help="Prompt tokens.")
 @click.option("--output-len", type=click.IntRange(1), default=128, show_default=True, help="Output tokens (--ignore-eos).")
 @click.option("--num-prompts", type=click.IntRange(1), default=32, show_default=True)
@@ -153,6 +153,15 @@ def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency,
     if not os.path.isfile(os.path.join(model, "config.json")):
         click.echo(f"timewarp vllm-bench: {model} has no config.json (a model folder is needed)", err=True)
         ctx.exit(2)
+    tokenizer_files = ("tokenizer.json", "tokenizer.model", "tokenizer_config.json", "tekken.json")
+    given = any(a.startswith("--tokenizer") for a in (*serve_args, *bench_args))
+    if not given and not any(os.path.isfile(os.path.join(model, f)) for f in tokenizer_files):
+        # a config.json alone (the shape is all the emulator needs): prompts and outputs go through the
+        # embedded model's tokenizer, as integrations/bench/cases.sh does for such folders
+        click.echo(f"timewarp vllm-bench: {model} has no tokenizer; using the embedded model's "
+                   f"({vb.EMBEDDED_MODEL})", err=True)
+        serve_args = (*serve_args, f"--tokenizer={vb.EMBEDDED_MODEL}")
+        bench_args = (*bench_args, f"--tokenizer={vb.EMBEDDED_MODEL}")
     workdir = os.path.abspath(logs) if logs else tempfile.mkdtemp(prefix="timewarp-vllm-bench-")
     spec = vb.Spec(model=model, port=vb.free_port(), input_len=input_len, output_len=output_len,
                    num_prompts=num_prompts, concurrency=concurrency, workdir=workdir,

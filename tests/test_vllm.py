@@ -90,6 +90,33 @@ def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
     assert re.search(r"TPOT mean\s+[\d.]+ ms\s+\([\d.]+ \.\. [\d.]+\)", r.stdout), r.stdout
 
 
+def test_a_v1_runner_model_without_a_tokenizer_gets_its_attention_timed_from_the_step(tmp_path):
+    """vLLM 0.24 serves Qwen2 models on its V1 runner (Llama ones on the V2 runner). A Qwen2.5-32B-shaped
+    folder holds only config.json: vllm-bench serves it with the embedded model's tokenizer. The real H200
+    (predictors/data/h200/vllm_32b_2026-12-03a) gave 262,944 KV tokens (CUDA graphs' driver memory counted) and
+    19.0 ms per decode step at concurrency 1 (256/128); FA3's kernels take the step context's time on the V1
+    runner too (before, their launch's roofline: 16.7 ms per step), and its sampled ids are supplied."""
+    logs = tmp_path / "logs"
+    timewarp = str(Path(sys.executable).parent / "timewarp")
+    r = subprocess.run([timewarp, "vllm-bench", "--model", str(REPO / "integrations" / "models" / "qwen2.5-32b-shape"),
+                        "--input-len", "256", "--output-len", "24", "--num-prompts", "2", "--concurrency", "1",
+                        "--bench-arg=--save-detailed", "--logs", str(logs)],
+                       capture_output=True, text=True, timeout=1500, cwd=REPO)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
+    assert "has no tokenizer; using the embedded model's" in r.stderr
+    result = json.loads((logs / "result.json").read_text())
+    assert result["completed"] == 2 and result["total_output_tokens"] == 2 * 24
+    serve = (logs / "serve.log").read_text(errors="replace")
+    assert "Qwen2ForCausalLM" in serve and "Using V2 Model Runner" not in serve
+    kv = int(re.search(r"GPU KV cache size: ([\d,]+) tokens", serve).group(1).replace(",", ""))
+    assert abs(kv - 262_944) / 262_944 < 0.01, kv
+    assert "step context not published" not in serve
+    assert 16.9 < result["mean_tpot_ms"] < 21.0, result["mean_tpot_ms"]
+    # the V1 runner's sampled ids are supplied (drawn over the model's vocabulary, as from dummy weights): the
+    # completions have text, as the real run's have ("" when they read back as zeros)
+    assert all(len(t) > 5 for t in result["generated_texts"]), result["generated_texts"]
+
+
 def test_tensor_parallel_2_serves_with_plausible_latency(tmp_path):
     """`vllm serve --tensor-parallel-size 2` under `timewarp run --gpus 2` answers completions, warns that TP
     timing is unvalidated, and a 32-token completion takes a plausible virtual time: vLLM's engine waits

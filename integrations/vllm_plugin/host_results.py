@@ -1,7 +1,8 @@
 """The results vLLM's host reads back from the GPU every step, as the real run would produce them.
 
-vLLM's V2 model runner (the default when Triton is active) samples on the GPU and copies two small tensors
-to the host each step: the sampled token ids and the number of tokens each request sampled. Kernels never
+vLLM's V2 model runner (the default when Triton is active; vLLM 0.24 runs Llama models on it) samples on the
+GPU and copies two small tensors to the host each step: the sampled token ids and the number of tokens each
+request sampled. The V1 runner (Qwen2 and other models) copies only the ids (`_after_v1_sample`). Kernels never
 run under emulation, so the copies would carry whatever the memory held: token ids that the detokenizer
 rejects, and 1 sample for a request whose prompt is still being prefilled in chunks (a Triton kernel would
 have set 0). After vLLM's own sampling has launched its kernels (so they are timed), this writes the values
@@ -115,14 +116,19 @@ def _write(t: torch.Tensor, values: np.ndarray, what: str) -> bool:
     return True
 
 
-def fill(runner, input_batch, sampler_output, num_sampled_t: torch.Tensor) -> None:
-    if input_batch.num_draft_tokens:
-        _warn_once("spec", "speculative decoding: accepted-draft counts are not modelled")
-    # uncharged: after_method pauses the virtual clock's charging around this
+def _source(runner) -> TokenSource:
     src = getattr(runner, "_timewarp_tokens", None)
     if src is None:
         dummy = str(getattr(getattr(runner, "load_config", None), "load_format", "")) == "dummy"
         src = runner._timewarp_tokens = TokenSource(runner.model_config, dummy)
+    return src
+
+
+def fill(runner, input_batch, sampler_output, num_sampled_t: torch.Tensor) -> None:
+    if input_batch.num_draft_tokens:
+        _warn_once("spec", "speculative decoding: accepted-draft counts are not modelled")
+    # uncharged: after_method pauses the virtual clock's charging around this
+    src = _source(runner)
     n = input_batch.num_reqs
     ns = num_sampled(input_batch)
     positions = input_batch.num_computed_tokens_np[:n] + input_batch.num_scheduled_tokens[:n]
@@ -136,7 +142,22 @@ def _after_sample(runner, out, hidden_states, input_batch, grammar_output) -> No
     fill(runner, input_batch, sampler_output, n_sampled)
 
 
+def _after_v1_sample(runner, sampler_output, logits, spec_decode_metadata, *args, **kwargs) -> None:
+    """The V1 runner (vLLM 0.24's runner for Qwen2 and other non-Llama models) samples one token per request
+    and leaves the discarding of a chunked prefill's token to the host: only the ids are supplied, each
+    request's position being its tokens computed before this step."""
+    if spec_decode_metadata is not None:
+        _warn_once("spec", "speculative decoding: accepted-draft counts are not modelled")
+        return
+    batch = runner.input_batch
+    n = batch.num_reqs
+    ids = _source(runner).ids(batch.req_ids[:n], batch.num_computed_tokens_cpu[:n])
+    _write(sampler_output.sampled_token_ids, ids, "sampled token ids")
+
+
 def install() -> None:
     from ._hooks import after_method
     after_method("vllm.v1.worker.gpu.model_runner", "GPUModelRunner", "sample", _after_sample,
                  "sampled results not supplied")
+    after_method("vllm.v1.worker.gpu_model_runner", "GPUModelRunner", "_sample", _after_v1_sample,
+                 "sampled results not supplied (V1 runner)")

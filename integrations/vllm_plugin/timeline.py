@@ -202,6 +202,14 @@ def register() -> None:
     _wrap(runner, "GPUModelRunner", "prepare_attn", "runner.attn")
     _wrap("vllm.v1.worker.gpu.model_states.default", "DefaultModelState", "prepare_attn", "runner.attn_meta")
     _wrap("vllm.model_executor.models.llama", "LlamaForCausalLM", "forward", "model.forward")
+    # the V1 runner (vLLM 0.24 runs Qwen2 and other non-Llama models on it): its step, sampling, the requests'
+    # state and the input batch, under the same names
+    v1 = "vllm.v1.worker.gpu_model_runner"
+    _wrap(v1, "GPUModelRunner", "execute_model", "runner.execute", _execute_detail, before=_execute_start)
+    _wrap(v1, "GPUModelRunner", "sample_tokens", "runner.sample", after=_gpu_mark_end)
+    _wrap(v1, "GPUModelRunner", "_update_states", "runner.add")
+    _wrap(v1, "GPUModelRunner", "_prepare_inputs", "runner.inputs")
+    _wrap("vllm.model_executor.models.qwen2", "Qwen2ForCausalLM", "forward", "model.forward")
     # a request's arrival in the API server (its handler is a coroutine function: the call returns at once)
     _wrap("vllm.entrypoints.openai.completion.serving", "OpenAIServingCompletion", "create_completion",
           "api.request")
