@@ -24,6 +24,7 @@ import functools
 import gzip
 import json
 import re
+import statistics
 import sys
 from pathlib import Path
 
@@ -403,6 +404,44 @@ def compare(emulated: Path, real_dirs: list[Path]) -> list[str]:
     return lines
 
 
+# A first request this many times the others' median TTFT paid a one-time cost (vLLM's V1 runner compiles a
+# Triton kernel at its first request after start-up: 525-585 ms on the lease's fresh host, a cache load here)
+FIRST_REQUEST_OUTLIER = 3.0
+
+
+def first_request_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
+    """Cases whose first request's TTFT is an outlier in a real or the emulated run: TTFT of the first request and
+    of the others, real (mean over the reference runs) and emulated, and how often vLLM's jit_monitor logged a
+    Triton compile during inference in each server log."""
+    def outlier(t: list[float]) -> bool:
+        return len(t) >= 4 and t[0] > FIRST_REQUEST_OUTLIER * statistics.median(t[1:])
+
+    runs = reference_runs(real_dirs, prefix_hits(emulated))[0]
+    emu = load_cases(emulated)
+    lines = []
+    for k in sorted(set(runs) & set(emu)):
+        rts = [r["ttfts"] for r in runs[k] if r.get("ttfts")]
+        et = emu[k].get("ttfts") or []
+        if not rts or not et or not (outlier(et) or any(outlier(t) for t in rts)):
+            continue
+        rest_r = statistics.mean(statistics.mean(t[1:]) for t in rts) * 1e3
+        rest_e = statistics.mean(et[1:]) * 1e3
+        first_r = ", ".join(f"{t[0] * 1e3:.0f}" for t in rts)
+        lines.append(f"| {k} | {first_r} | {et[0] * 1e3:.0f} | {rest_r:.2f} | {rest_e:.2f} | "
+                     f"{(rest_e - rest_r) / rest_r * 100:+.1f}% |")
+    if not lines:
+        return []
+
+    def jits(d: Path) -> int:
+        f = d / "serve.log"
+        return f.read_text(errors="replace").count("JIT compilation during inference") if f.exists() else 0
+    note = (f"Triton compiles during inference (vLLM's jit_monitor): real {', '.join(str(jits(d)) for d in real_dirs)}; "
+            f"emulated {jits(emulated)} (on a fresh real host a cold compile, here usually a cache load)")
+    return (["TTFT of a case's first request apart (ms; it paid a one-time cost)",
+             "| case | first request real (runs) | emulated | the others real | emulated | err |", "|---|---|---|---|---|---|"]
+            + lines + [note])
+
+
 def spread(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
     real = real_reference(real_dirs, prefix_hits(emulated[0]))   # the runs' cases in one order
     runs = [load_cases(d) for d in emulated]
@@ -440,6 +479,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{d}:")
         print("\n".join(compare(d, a.real)))
         print("\n".join(prefix_table(d, a.real)))
+        print("\n".join(first_request_table(d, a.real)))
         print("\n".join(phase_table(d, a.real)))
         print("\n".join(cpu_table(d, a.real + CPU_ONLY_DIRS)))
     if len(a.emulated) > 1:

@@ -121,6 +121,31 @@ def test_bench_compare_reference_leaves_out_real_runs_with_another_prefix_cache(
     assert len(left_out) == 1 and left_out[0].startswith("c: case 1 (93.8%"), left_out
 
 
+def test_bench_compare_sets_a_first_request_that_paid_a_one_time_cost_apart(tmp_path):
+    """vLLM's V1 runner compiles a Triton kernel at its first request after start-up: on the lease's fresh host
+    that request's TTFT was 566-585 ms against 37 for the others (vllm_32b_2026-12-03a, -c), a cache load here.
+    The mean TTFT then says nothing of the others: the table gives the first request and the rest apart, and
+    says nothing for cases without such an outlier."""
+    import json
+
+    from timewarp.integrations import bench_compare as bc
+
+    def case(d, ttfts):
+        (d / "case1.json").write_text(json.dumps({"mean_ttft_ms": 1e3 * sum(ttfts) / len(ttfts), "mean_tpot_ms": 18.0,
+                                                   "output_throughput": 50.0, "ttfts": ttfts}))
+        return d
+
+    real = [case(_bench_dir(tmp_path / "real", {1: 0.0}), [0.585, 0.038, 0.037, 0.039, 0.038])]
+    (real[0] / "serve.log").write_text("WARNING [jit_monitor.py:106] Triton kernel JIT compilation during inference: k\n")
+    emu = case(_bench_dir(tmp_path / "emu", {1: 0.0}), [0.068, 0.036, 0.036, 0.037, 0.035])
+    lines = bc.first_request_table(emu, real)
+    row = next(line for line in lines if line.startswith("| 1 |"))
+    assert row == "| 1 | 585 | 68 | 38.00 | 36.00 | -5.3% |", row
+    assert "real 1; emulated 0" in lines[-1], lines
+    calm = case(_bench_dir(tmp_path / "calm", {1: 0.0}), [0.040, 0.038, 0.037, 0.039, 0.038])
+    assert bc.first_request_table(calm, [case(_bench_dir(tmp_path / "real2", {1: 0.0}), [0.039, 0.038, 0.037, 0.039])]) == []
+
+
 def test_bench_compare_splits_ttft_into_the_servers_phases(tmp_path):
     """vLLM's request metrics are cumulative over the server's life: each case's phases are the counters
     after it less those after the case before it, per request, and the client's TTFT less the server's is
