@@ -10,7 +10,11 @@ and batch size M:
   stream one graph of every layer's four projections, each layer on its own weights (the model's footprint:
          61 GB for the 32B shape), replayed 20 times back to back, and 5 times after 100 ms idle each
   reuse  the same graph over one layer's weights (a footprint of one layer)
-Weights are left uninitialized (their values do not change a GEMM's time).
+  bias   the QKV projection alone with a bias (Qwen2's attention has one: F.linear with a bias goes through
+         cuBLASLt's bias epilogue, which the emulator predicts from rows without one)
+Weights are drawn from a normal distribution (--init randn, the default): a compute-bound GEMM draws less
+power on zeros and runs faster. decode_gemv_2026-12-03 was measured with --init empty (zeros on a fresh
+card) and without the bias rows.
 """
 import json
 import statistics
@@ -54,11 +58,21 @@ def capture(fn):
 
 
 def main() -> int:
-    res = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "models": {}}
+    import argparse
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--init", choices=("randn", "empty"), default="randn")
+    a = ap.parse_args()
+    res = {"gpu": torch.cuda.get_device_name(0), "torch": torch.__version__, "init": a.init, "models": {}}
     bf = torch.bfloat16
+
+    def weight(n, k):
+        w = torch.empty(n, k, device="cuda", dtype=bf)
+        return w.normal_(0, 0.02) if a.init == "randn" else w
+
     for name, (layers, shapes) in MODELS.items():
         t0 = time.time()
-        W = [[torch.empty(n, k, device="cuda", dtype=bf) for (n, k) in shapes] for _ in range(layers)]
+        W = [[weight(n, k) for (n, k) in shapes] for _ in range(layers)]
         out = {}
         for M in (1, 8, 64, 256):
             xs = {k: torch.randn(M, k, device="cuda", dtype=bf) for (_, k) in shapes}
@@ -67,6 +81,11 @@ def main() -> int:
                 g = capture(lambda: [F.linear(xs[k], W[j % 2][i]) for j in range(8)])
                 row["iso_us"].append(statistics.median(ev_time(g.replay, 5)) * 1e3 / 8)
                 del g
+            n, k = shapes[0]
+            b = torch.randn(n, device="cuda", dtype=bf)
+            g = capture(lambda: [F.linear(xs[k], W[j % 2][0], b) for j in range(8)])
+            row["qkv_bias_us"] = statistics.median(ev_time(g.replay, 5)) * 1e3 / 8
+            del g
 
             def step(reuse):
                 for li in range(layers):
@@ -88,7 +107,7 @@ def main() -> int:
         res["models"][name] = {"layers": layers, "shapes": shapes, "by_m": out, "seconds": time.time() - t0}
         del W
         torch.cuda.empty_cache()
-    with open(sys.argv[1], "w") as f:
+    with open(a.out, "w") as f:
         json.dump(res, f, indent=1)
     return 0
 
