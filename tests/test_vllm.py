@@ -113,8 +113,10 @@ def test_a_v1_runner_model_without_a_tokenizer_gets_its_attention_timed_from_the
     assert "step context not published" not in serve
     assert 16.9 < result["mean_tpot_ms"] < 21.0, result["mean_tpot_ms"]
     # the V1 runner's sampled ids are supplied (drawn over the model's vocabulary, as from dummy weights): the
-    # completions have text, as the real run's have ("" when they read back as zeros)
-    assert all(len(t) > 5 for t in result["generated_texts"]), result["generated_texts"]
+    # completions have text, as the real run's have ("" when they read back as zeros). Counted over both: 79%
+    # of the 152,064 ids decode to nothing with the 32,000-id tokenizer, so one 24-token completion can be
+    # a single character (a run gave '"—'); 48 tokens giving 5 characters or fewer is about 1e-4 likely
+    assert sum(len(t) for t in result["generated_texts"]) > 5, result["generated_texts"]
 
 
 def test_tensor_parallel_2_serves_with_plausible_latency(tmp_path):
