@@ -123,11 +123,10 @@ if which == "ramp":
             for _ in range(5):
                 for _ in range(15):                       # ~20 ms of work, below the onset
                     gemm8()
+                torch.cuda.synchronize()
                 if gap == "busy":
-                    torch.cuda.synchronize()
                     busy_for(lambda: big.add_(1.0), 0.02, sync_every=1)
                 else:
-                    torch.cuda.synchronize()
                     t_end = time.perf_counter() + gap / 1e3
                     while time.perf_counter() < t_end:    # spin: sleep's granularity is too coarse at 0.2 ms
                         pass

@@ -21,8 +21,8 @@ typedef struct tw_device_state {
     uint64_t max_tail;               /* completion of the last op on any stream */
     uint64_t busy_ns, kernels, copies;
     uint64_t queued;                 /* operations that took a launch-queue slot (stream.c) */
-    uint64_t hot_since, hot_until, hot_busy;   /* the current run of compute-bound work (power.c): its start
-                                                  * (0: none yet), end, and busy time so far */
+    uint64_t hot_until, hot_busy;    /* the current run of compute-bound work (power.c): its end (0: none
+                                      * yet) and busy time so far */
 } tw_device_state;
 
 /* vclock.c: this process's timeline (the clock its threads share) and a push of it; gil.c: the record of

@@ -54,7 +54,7 @@ uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur
     } else {
         return dur;
     }
-    if (!D->hot_since || start > D->hot_until + RESET_NS) { D->hot_since = start; D->hot_busy = 0; }
+    if (!D->hot_until || start > D->hot_until + RESET_NS) D->hot_busy = 0;   /* a new run */
     uint64_t into = D->hot_busy;   /* busy, not wall, time: 21 ms of GEMMs, 20 ms idle, 7 ms more ran at full clock */
     D->hot_busy += hot;
     if (into >= ONSET_NS) dur += (uint64_t)(stretchable * ((into < ONSET_NS + FIRST_NS ? FIRST : LATER) - 1.0));
