@@ -229,7 +229,7 @@ def record(ctx, args) -> None:
 
 @cli.command()
 @click.option("--gpu", default="H200", show_default=True, help="GPU whose real measurements to compare with.")
-@click.option("--sections", default=None, help="Benchmark sections (default: gemm_main,elementwise,memcpy,sdpa).")
+@click.option("--sections", default=None, help="Benchmark sections (default: gemm_main,gemm_models,elementwise,memcpy,sdpa).")
 @click.option("--keep", type=click.Path(file_okay=False), default=None, help="Keep the emulated tables in DIR.")
 @click.option("--errors", type=click.Path(dir_okay=False), default=None, help="Write every row's error to a CSV.")
 @click.option("--programs/--no-programs", default=True, show_default=True,
@@ -249,7 +249,8 @@ def validate(ctx, gpu, sections, keep, errors, programs) -> None:
     except v.ValidateError as e:
         click.echo(f"timewarp: {e}", err=True)
         ctx.exit(1)
-    newer = ", ".join(f"{t}: {d.name}" for t, d in v.DATA_TABLES.get(gpu, {}).items())
+    newer = ", ".join(f"{t}: {' + '.join(x.name for x in (d if isinstance(d, list) else [d]))}"
+                      for t, d in v.DATA_TABLES.get(gpu, {}).items())
     click.echo(f"emulated vs real {gpu} ({v.real_data(gpu).name}{'; ' + newer if newer else ''}); "
                f"error = (emulated - real) / real; graph-node: per-node device time inside a graph")
     click.echo(v.format_summary(summary))

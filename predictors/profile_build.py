@@ -31,7 +31,9 @@ x[m,k] @ b[k,n] is (0, 0, M=n, N=m, K=k), as the emulated cuBLAS records them (c
 
 The split (fixed, so that held-out errors stay honest; `is_held_out` below is the single definition):
 - GEMM: every (N) at an odd position of the measured list of token counts, and all of the shapes
-  (M, K) = (10240, 8192) and (4096, 14336), are held out.
+  (M, K) = (10240, 8192) and (4096, 14336), are held out; of the other models' linear layers (MODELS_SRC),
+  every shape of the models at odd positions of MODEL_ORDER (Qwen2.5-14B, Qwen2.5-72B, Gemma-2-9B,
+  Llama-3.2-1B): a model the fit has not seen.
 - attention: batch 4 (every length), and the odd positions of the measured lengths, are held out.
 - copies and memsets (and the uint8 fills of DENSE_SRC): a size is held out when floor(log2(bytes)) is odd
   (the odd powers of two and the 1.5 x 2^k sizes above them: 2 and 3 KiB are held out, 1, 1.5, 4 and 6 KiB
@@ -90,6 +92,12 @@ DENSE_SRC = HERE / "data" / "h200" / "memcpy_dense_2026-12-02"
 # DEFAULT_SRC were timed back to back and carry 0-22% of the power cap's slowdown, median 3%)
 GEMM_SRC = HERE / "data" / "h200" / "gemm_cool_2026-12-03"
 SDPA_SRC = HERE / "data" / "h200" / "sdpa_cool_2026-12-03"    # the attention section likewise
+# the linear layers of nine other open models (microbench_h200.py's gemm_models section, 2026-12-03, also
+# --cool-ms 150): every model's rows are tagged with its name; the models at odd positions of MODEL_ORDER are
+# held out whole, so that `timewarp validate` measures a model whose shapes the fit never saw
+MODELS_SRC = HERE / "data" / "h200" / "gemm_models_2026-12-03"
+MODEL_ORDER = ["qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "mistral-nemo-12b", "gemma-2-9b",
+               "llama-3.2-3b", "llama-3.2-1b", "phi-3-mini"]
 CAPPED_RATIO = 1.10    # the power cap's first level (1.10-1.14 measured; shim_c/core/power.c)
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"          # every measured row: what `timewarp run` uses
 FIT_OUT = HERE / "data" / "h200" / "profile_fit.tsv"          # fitted rows only: what `timewarp validate` uses
@@ -119,6 +127,8 @@ def gemm_key(row) -> tuple:
 
 
 def is_held_out(family: str, row) -> bool:
+    if family == "gemm" and getattr(row, "tag", "") in MODEL_ORDER:
+        return MODEL_ORDER.index(row.tag) % 2 == 1
     if family == "gemm":
         if (int(row.n), int(row.k)) in HELD_OUT_SHAPES:
             return True
@@ -346,6 +356,9 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
     vgemm = [v for v in vllm_gemm_rows(pd) if v[1] not in full_clock or v[2] < CAPPED_RATIO * full_clock[v[1]]]
     in_situ = {key for _, key, _, _ in vgemm}
     out += vgemm
+    if (MODELS_SRC / "gemm.parquet").exists():
+        models = _gemm_rows(pd, MODELS_SRC)
+        gemm = pd.concat([gemm, models[[gemm_key(r) not in full_clock for r in models.itertuples()]]])
     for r in gemm.itertuples():
         if gemm_key(r) not in in_situ:
             out.append(("gemm", gemm_key(r), r.t_median_us * 1e3, is_held_out("gemm", r)))
@@ -606,7 +619,8 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with
     which = "every measured row" if with_held_out else "held-out rows excluded"
     lines = [f"# measured profile for the C core (shim_c/core/profile.c); built by predictors/profile_build.py from "
              f"{src.relative_to(HERE) if src.is_relative_to(HERE) else src} (GEMMs, attention: "
-             f"{GEMM_SRC.relative_to(HERE)}, {SDPA_SRC.relative_to(HERE)}); {which}; do not edit",
+             f"{GEMM_SRC.relative_to(HERE)}, {MODELS_SRC.relative_to(HERE)}, {SDPA_SRC.relative_to(HERE)}); {which}; "
+             "do not edit",
              "gpu\tH200"]
     n = 0
     measured = sorted(rows(src))

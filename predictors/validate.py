@@ -19,14 +19,15 @@ import subprocess
 import sys
 import tempfile
 
-from timewarp.predictors.profile_build import DENSE_SRC, GEMM_SRC, SDPA_SRC, SLOPE_SRC
+from timewarp.predictors.profile_build import DENSE_SRC, GEMM_SRC, MODEL_ORDER, MODELS_SRC, SDPA_SRC, SLOPE_SRC
 
 HERE = pathlib.Path(__file__).resolve().parent
 BENCH = HERE / "calibration" / "microbench_h200.py"
 DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29"}
 # newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us),
-# the folder the profile's per-node rows come from; the GEMM and attention sections rerun at full clock (--cool-ms)
-DATA_TABLES = {"H200": {"gemm": GEMM_SRC, "sdpa": SDPA_SRC, "elementwise": SLOPE_SRC, "memcpy": DENSE_SRC if (DENSE_SRC / "memcpy.parquet").exists() else SLOPE_SRC}}
+# the folder the profile's per-node rows come from; the GEMM and attention sections rerun at full clock (--cool-ms),
+# and other models' linear layers (the gemm_models section) beside the GEMM rows
+DATA_TABLES = {"H200": {"gemm": [GEMM_SRC, MODELS_SRC], "sdpa": SDPA_SRC, "elementwise": SLOPE_SRC, "memcpy": DENSE_SRC if (DENSE_SRC / "memcpy.parquet").exists() else SLOPE_SRC}}
 # the memcpy section's sizes: the dense grid (2^k and 1.5 x 2^k, 1 KiB-2 GiB) where its measurements are stored
 MEMCPY_GRID = "dense" if DATA_TABLES["H200"]["memcpy"] == DENSE_SRC else "pow2"
 
@@ -37,7 +38,7 @@ TABLES = {
     "elementwise": ("elementwise/norm", ["op", "dtype", "numel", "mode"]),
     "memcpy": ("memcpy", ["op", "bytes", "mode"]),
 }
-SECTIONS = "gemm_main,elementwise,memcpy,sdpa"
+SECTIONS = "gemm_main,gemm_models,elementwise,memcpy,sdpa"
 
 
 class ValidateError(RuntimeError):
@@ -57,7 +58,7 @@ def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budge
     cmd = [sys.executable, "-m", "timewarp", "run", "--gpu", gpu, "--", sys.executable, str(BENCH), str(outdir),
            "--sections", sections, "--budget", str(budget), "--graph-slope", "--memcpy-grid", MEMCPY_GRID,
            # as the real GEMM and attention rows were timed (GEMM_SRC, SDPA_SRC): each repetition at full clock
-           "--cool-ms", "150", "--cool-sections", "gemm_main,gemm_extra,sdpa", "--names", "subset"]
+           "--cool-ms", "150", "--cool-sections", "gemm_main,gemm_extra,gemm_models,sdpa", "--names", "subset"]
     # the profile without the held-out rows, so that their errors are those of the predictor's interpolation
     env = {**os.environ, "TIMEWARP_PROFILE": str(FIT_PROFILE)}
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
@@ -104,10 +105,13 @@ def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None =
 
     rows = []
     for table, (family, keys) in TABLES.items():
-        rp, ep = (tables or {}).get(table, real_dir) / f"{table}.parquet", emu_dir / f"{table}.parquet"
-        if not rp.exists() or not ep.exists():
+        src = (tables or {}).get(table, real_dir)
+        rps = [d / f"{table}.parquet" for d in (src if isinstance(src, list) else [src])]
+        rps, ep = [p for p in rps if p.exists()], emu_dir / f"{table}.parquet"
+        if not rps or not ep.exists():
             continue
-        r, e = _passes_median(pd.read_parquet(rp), keys), _passes_median(pd.read_parquet(ep), keys)
+        r = _passes_median(pd.concat([pd.read_parquet(p) for p in rps], ignore_index=True), keys)
+        e = _passes_median(pd.read_parquet(ep), keys)
         r, e = _with_node_rows(pd, r), _with_node_rows(pd, e)
         keys = [c for c in keys if c in r.columns and c in e.columns]
         m = r.merge(e, on=keys, suffixes=("_real", "_emu"))
@@ -115,6 +119,8 @@ def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None =
         m = m.assign(family=family, table=table,
                      err=(m.t_median_us_emu - m.t_median_us_real) / m.t_median_us_real)
         m = m.assign(split=[_split(table, r) for r in m.itertuples()])
+        if table == "gemm":  # other models' linear layers: the held-out ones are models the fit never saw
+            m.loc[m.tag.isin(MODEL_ORDER), "family"] = "GEMM, other models"
         if table == "sdpa":  # a backend forced by the program runs other kernels, which the profile lacks
             m.loc[m.backend != "default", "family"] = "attention, forced"
         if table == "memcpy":  # torch's zero_() is a fill kernel, not a copy

@@ -585,6 +585,38 @@ def sec_gemm_extra(ctx, out):
     log("bmm done")
 
 
+# The linear layers of other common open models (F.linear, bf16: (n_out, k) per projection QKV, O, gate-up,
+# down, lm_head), so that a model that is not Llama-shaped finds rows of its own shapes or near ones. Shapes
+# already in GEMM_NK are left out. From each model's config.json: hidden, heads x head_dim, KV heads,
+# intermediate size, vocabulary.
+MODEL_NK = {
+    "qwen2.5-7b": [(4608, 3584), (3584, 3584), (37888, 3584), (3584, 18944), (152064, 3584)],
+    "qwen2.5-14b": [(7168, 5120), (5120, 5120), (27648, 5120), (5120, 13824)],
+    "qwen2.5-32b": [(55296, 5120), (5120, 27648), (152064, 5120)],
+    "qwen2.5-72b": [(59136, 8192), (8192, 29568)],
+    "mistral-nemo-12b": [(6144, 5120), (5120, 4096), (28672, 5120), (5120, 14336), (131072, 5120)],
+    "gemma-2-9b": [(8192, 3584), (3584, 4096), (28672, 3584), (3584, 14336)],
+    "llama-3.2-3b": [(5120, 3072), (3072, 3072), (16384, 3072), (3072, 8192), (128256, 3072)],
+    "llama-3.2-1b": [(3072, 2048), (2048, 2048), (16384, 2048), (2048, 8192), (128256, 2048)],
+    "phi-3-mini": [(9216, 3072)],
+}
+
+
+def sec_gemm_models(ctx, out):
+    ms = [1, 16, 128] if ctx.dry else GEMM_M
+    for model, nks in MODEL_NK.items():
+        for (n, k) in ([(96, 64)] if ctx.dry else nks):
+            if ctx.left() < 20:
+                log("gemm_models: stopping early (budget)")
+                return
+            for m in ms:
+                gemm_one(ctx, out, "linear", "bf16", m, n, k, prof=m in (1, 1024), tag=model)
+            ctx.torch.cuda.empty_cache() if ctx.cuda else None
+        log(f"gemm_models {model}: {len(nks)} shapes done, {ctx.left():.0f}s left")
+        if ctx.dry:
+            return
+
+
 def sec_sdpa(ctx, out):
     torch = ctx.torch
     import torch.nn.functional as F
@@ -1140,7 +1172,7 @@ def sec_e2e(ctx, out, layers_list):
 
 # ----------------------------------------------------------------------------------------------------------
 
-SECTIONS = ["host", "gemm_main", "elementwise", "memcpy", "sdpa", "e2e4", "gemm_extra", "e2e32"]
+SECTIONS = ["host", "gemm_main", "elementwise", "memcpy", "sdpa", "e2e4", "gemm_extra", "e2e32", "gemm_models"]
 
 
 def headline(out):
@@ -1242,6 +1274,7 @@ def main():
         "e2e4": lambda: sec_e2e(ctx, out, [2 if ctx.dry else 4]),
         "gemm_extra": lambda: sec_gemm_extra(ctx, out),
         "e2e32": lambda: sec_e2e(ctx, out, [3 if ctx.dry else 32]),
+        "gemm_models": lambda: sec_gemm_models(ctx, out),
     }
     for name in SECTIONS:
         if name in wanted:
