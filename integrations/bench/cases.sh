@@ -32,7 +32,11 @@ model_folder() {
   wanted=${MODEL:-$default}
   MODEL=$(cd "$wanted" 2>/dev/null && pwd)
   [ -f "$MODEL/config.json" ] || { echo "$(basename "$0"): MODEL=$wanted: not a model folder (no config.json)" >&2; exit 2; }
-  TOKENIZER=$MODEL; [ -f "$MODEL/tokenizer.json" ] || TOKENIZER=$default
+  # a folder's own tokenizer in any of the forms `timewarp vllm-bench` accepts (integrations/cli.py)
+  TOKENIZER=$default
+  for f in tokenizer.json tokenizer.model tokenizer_config.json tekken.json; do
+    [ -f "$MODEL/$f" ] && { TOKENIZER=$MODEL; break; }
+  done
 }
 
 # real: seconds since boot (/proc/uptime), a real clock that timewarp does not virtualize: wall times of the
