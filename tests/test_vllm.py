@@ -119,6 +119,26 @@ def test_a_v1_runner_model_without_a_tokenizer_gets_its_attention_timed_from_the
     assert sum(len(t) for t in result["generated_texts"]) > 5, result["generated_texts"]
 
 
+def test_a_model_never_calibrated_on_serves_with_the_real_cards_capacity_and_decode_pace(tmp_path):
+    """A Qwen3-8B-shaped folder (config only): vLLM's V2 runner, per-head q/k RMSNorm, gate-up and down shapes
+    (24576x4096, 4096x12288) with no profile row. Its first real runs (predictors/data/h200/vllm_qwen3_8b_2026-12-03a,
+    -03b, after this model's emulation was written): 814,368 and 816,640 KV tokens, 5.25 ms per output token at
+    concurrency 1 (256 in, 128 out)."""
+    logs = tmp_path / "logs"
+    timewarp = str(Path(sys.executable).parent / "timewarp")
+    r = subprocess.run([timewarp, "vllm-bench", "--model", str(REPO / "integrations" / "models" / "qwen3-8b-shape"),
+                        "--input-len", "256", "--output-len", "48", "--num-prompts", "2", "--concurrency", "1",
+                        "--logs", str(logs)], capture_output=True, text=True, timeout=1500, cwd=REPO)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
+    result = json.loads((logs / "result.json").read_text())
+    assert result["completed"] == 2 and result["total_output_tokens"] == 2 * 48
+    serve = (logs / "serve.log").read_text(errors="replace")
+    assert "Qwen3ForCausalLM" in serve and "Using V2 Model Runner" in serve
+    kv = int(re.search(r"GPU KV cache size: ([\d,]+) tokens", serve).group(1).replace(",", ""))
+    assert abs(kv - 815_504) / 815_504 < 0.01, kv
+    assert 5.25 * 0.9 < result["mean_tpot_ms"] < 5.25 * 1.1, result["mean_tpot_ms"]
+
+
 def test_tensor_parallel_2_serves_with_plausible_latency(tmp_path):
     """`vllm serve --tensor-parallel-size 2` under `timewarp run --gpus 2` answers completions, warns that TP
     timing is unvalidated, and a 32-token completion takes a plausible virtual time: vLLM's engine waits
