@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -240,8 +241,20 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     except (OSError, ValueError, KeyError):
         virtual_ready = None
     print(format_result(results, watch, total, virtual_ready, gpu_name))
+    for note in emulator_notes(spec.serve_log):
+        print(f"  note: {note}")
     print(f"  logs and result JSON: {spec.workdir}")
     return 0
+
+
+def emulator_notes(serve_log: Path) -> list[str]:
+    """The emulator's own notes in the server's log (`timewarp[pid:tid] note: ...`: where a prediction is an
+    estimate, e.g. 8-bit GEMMs without measured rows), each once."""
+    try:
+        text = serve_log.read_text(errors="replace")
+    except OSError:
+        return []
+    return list(dict.fromkeys(m.group(1) for m in re.finditer(r"timewarp\[\d+:\d+\] note: (.*)", text)))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -139,6 +139,42 @@ def test_a_model_never_calibrated_on_serves_with_the_real_cards_capacity_and_dec
     assert 5.25 * 0.9 < result["mean_tpot_ms"] < 5.25 * 1.1, result["mean_tpot_ms"]
 
 
+FP8_MM_PROG = """
+import json, torch
+import vllm._custom_ops as ops
+M, K, N = 16, 4096, 6144      # 16 tokens through a Llama-3-8B QKV projection in fp8
+a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn)
+b = torch.randn(N, K, device="cuda", dtype=torch.bfloat16).to(torch.float8_e4m3fn).t()
+sa = torch.ones(1, device="cuda"); sb = torch.ones(1, device="cuda")
+out = ops.cutlass_scaled_mm(a, b, sa, sb, torch.bfloat16)
+g = torch.cuda.CUDAGraph()
+with torch.cuda.graph(g):
+    for _ in range(10):
+        out = ops.cutlass_scaled_mm(a, b, sa, sb, torch.bfloat16)
+e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+g.replay(); e0.record(); g.replay(); e1.record(); torch.cuda.synchronize()
+print(json.dumps({"shape": list(out.shape), "us": e0.elapsed_time(e1) * 100}))
+"""
+
+
+def test_vllms_fp8_scaled_mm_is_timed_as_a_gemm_of_its_shape(tmp_path):
+    """vLLM's fp8 linear layers (--quantization fp8) run CUTLASS kernels of its own, not cuBLAS: their shape is
+    read from the kernel's parameters (the problem shape leads CUTLASS 3's Params), so the GEMM streams its
+    25 MB of fp8 weights instead of taking a launch-size guess (2.6 us, which made an fp8 8B model decode at
+    1.6 ms per token). No 8-bit GEMM was measured: the bf16 rows' efficiency at the fp8 rate, said once."""
+    prog = tmp_path / "fp8_mm.py"
+    prog.write_text(FP8_MM_PROG)
+    r = subprocess.run([sys.executable, "-m", "timewarp.integrations.cli", "run", "--", sys.executable, str(prog)],
+                       capture_output=True, text=True, timeout=600, cwd=tmp_path)
+    assert r.returncode == 0, r.stderr[-3000:]
+    res = json.loads(r.stdout.strip().splitlines()[-1])
+    assert res["shape"] == [16, 6144]
+    fp8_floor = 6144 * 4096 / 4.3e12 * 1e6 + 2.5      # its weights at the H200's copy rate, plus a launch
+    bf16_row = 15.7                                    # the profile's bf16 row of this shape (16 tokens), us
+    assert fp8_floor <= res["us"] < bf16_row, res
+    assert r.stderr.count("8-bit GEMMs (cudaDataType 28) have no measured rows") == 1, r.stderr[-2000:]
+
+
 def test_tensor_parallel_2_serves_with_plausible_latency(tmp_path):
     """`vllm serve --tensor-parallel-size 2` under `timewarp run --gpus 2` answers completions, warns that TP
     timing is unvalidated, and a 32-token completion takes a plausible virtual time: vLLM's engine waits

@@ -83,11 +83,35 @@ int tw_kernel_valid(const void *p) {
 }
 
 /* ---------------------------------------------------------------- row shapes from launch arguments */
-enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE };
+enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM };
+
+/* The cudaDataType_t of the first element type a CUTLASS kernel's name spells (its A operand's, then its
+ * output's after that point), -1 when none of these. */
+static int cutlass_type(const char *p, const char **after) {
+    static const struct { const char *name; int type; } types[] = {
+        {"cutlass::float_e4m3_t", 28}, {"cutlass::float_e5m2_t", 29}, {"cutlass::bfloat16_t", 14},
+        {"cutlass::half_t", 2}, {"signed char", 3}, {"int8_t", 3}, {"float", 0},
+    };
+    const char *best = NULL;
+    int type = -1;
+    size_t len = 0;
+    for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+        const char *q = strstr(p, types[i].name);
+        if (q && (!best || q < best)) { best = q; type = types[i].type; len = strlen(types[i].name); }
+    }
+    if (after) *after = best ? best + len : p;
+    return type;
+}
 
 static int row_class(const tw_kernel *k) {
     const char *p = k->pretty;
     if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
+    /* CUTLASS 3 GEMMs launched by libraries' own code (vLLM's fp8/int8 scaled_mm): the kernel is
+     * device_kernel<GemmKernel>(Params), and a quantized A operand's type is in its name */
+    if (!strncmp(p, "void cutlass::device_kernel<", 28) && (strstr(p, "gemm") || strstr(p, "Gemm"))) {
+        int a = cutlass_type(p, NULL);
+        if (a == 28 || a == 29 || a == 3) return ROW_CUTLASS_GEMM;
+    }
     /* vectorized_layer_norm_kernel<T, T_ACC, rms_norm>(int N, ...): one block per row of N elements */
     if (strstr(p, "at::native::") && strstr(p, "vectorized_layer_norm_kernel<") && strstr(p, ">(int,")) return ROW_LAYER_NORM;
     return ROW_NONE;
@@ -113,6 +137,42 @@ static int reduce_config(const unsigned char *arg, const uint32_t block[3], int6
     return 0;
 }
 
+/* A CUTLASS 3 GEMM kernel's Params begin with its problem shape (M, N, K, L as ints; some kernels put the
+ * GemmUniversalMode, 0-4, before it). vLLM's scaled_mm computes C = A B with A the activations (M tokens) and
+ * swaps the operands when M is small (C^T = B^T A^T: then N is the tokens), so the side of 64 or fewer is taken
+ * as the tokens. The annotation is the one cuBLAS gives F.linear: m = output features, n = tokens, trans_a.
+ * Checked on vLLM 0.24.0's cutlass_3x_gemm_sm90_fp8 at 16 tokens: (6144, 16, 4096, 1) at offset 0. */
+static int problem_shape(const unsigned char *arg, int32_t c[4]) {
+    for (int off = 0; off <= 4; off += 4) {
+        int32_t mode;
+        memcpy(&mode, arg, sizeof mode);
+        if (off && (mode < 0 || mode > 4)) return 0;
+        memcpy(c, arg + off, 4 * sizeof *c);
+        if (c[0] > 0 && c[1] > 0 && c[2] > 0 && c[3] > 0 && c[0] <= (1 << 24) && c[1] <= (1 << 24) &&
+            c[2] <= (1 << 24) && c[3] <= 65536)
+            return 1;
+    }
+    return 0;
+}
+
+static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotation *ann) {
+    int32_t c[4];
+    if (!problem_shape(arg, c)) return 0;
+    int swapped = c[1] <= 64 && c[0] > 64;   /* N is the small side: the tokens */
+    int64_t tokens = swapped ? c[1] : c[0], out = swapped ? c[0] : c[1];
+    const char *rest;
+    int a = cutlass_type(k->pretty, &rest), o = cutlass_type(rest, NULL);
+    memset(ann, 0, sizeof *ann);
+    ann->kind = TW_ANN_GEMM;
+    ann->u.gemm.m = out; ann->u.gemm.n = tokens; ann->u.gemm.k = c[2]; ann->u.gemm.batch = c[3];
+    ann->u.gemm.a_type = ann->u.gemm.b_type = a;
+    ann->u.gemm.c_type = o >= 0 ? o : 14;
+    ann->u.gemm.compute_type = -1;
+    ann->u.gemm.trans_a = 1; ann->u.gemm.trans_b = 0;
+    ann->u.gemm.epilogue = 1;
+    return 1;
+}
+
 void tw_kernel_row_shape(tw_op *op, void *const *args) {
     tw_kernel *k = (tw_kernel *)op->kernel;
     if (!k || !args || !args[0]) return;
@@ -123,5 +183,7 @@ void tw_kernel_row_shape(tw_op *op, void *const *args) {
         if (n > 0) { op->rows[0] = (int64_t)op->grid[0] * op->grid[1] * op->grid[2]; op->rows[1] = n; }
     } else if (k->row_class == ROW_REDUCE) {
         reduce_config(args[0], op->block, op->rows);
+    } else if (k->row_class == ROW_CUTLASS_GEMM && op->ann.kind == TW_ANN_NONE) {
+        cutlass_gemm(k, args[0], &op->ann);
     }
 }

@@ -287,17 +287,31 @@ static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         *layer = TW_LAYER_INTERP | (lo->sustained || hi->sustained ? TW_LAYER_SUSTAINED : 0);
         return transfer(spec, op, lerp_log(lo->N, lo->ns, hi->N, hi->ns, N) * 1e-9);
     }
-    /* nearest neighbours' efficiency, in log-shape space (types must match) */
+    /* nearest neighbours' efficiency, in log-shape space (types must match); 8-bit operands (fp8, int8: vLLM's
+     * quantized linear layers), which have no rows of their own, take the bf16 rows' efficiency at their own
+     * rates (an estimate: no 8-bit GEMM was measured) */
+    int row_type = type;
+    if (type == 28 || type == 29 || type == 3) {
+        row_type = 14;
+        for (size_t i = 0; i < ngemm && row_type != type; i++) if (gemms[i].a_type == type) row_type = type;
+        if (row_type != type) {
+            static int told;
+            if (!__atomic_exchange_n(&told, 1, __ATOMIC_RELAXED))
+                tw_log("note: 8-bit GEMMs (cudaDataType %d) have no measured rows; timed by the bf16 rows' "
+                       "efficiency at the GPU's 8-bit rate (an estimate)", type);
+        }
+    }
     nearest3 nn;
     nearest_init(&nn);
     for (size_t i = 0; i < ngemm; i++) {
         const gemm_row *r = &gemms[i];
-        if (r->a_type != type) continue;
+        if (r->a_type != row_type) continue;
         double d = fabs(log(r->M / M)) + fabs(log(r->K / K)) + fabs(log(r->N / N)) + fabs(log(r->batch / B)) +
                    0.25 * ((r->ta != a->u.gemm.trans_a) + (r->tb != a->u.gemm.trans_b));
         tw_op ro = *op;
         ro.ann.u.gemm.m = (int64_t)r->M; ro.ann.u.gemm.n = (int64_t)r->N; ro.ann.u.gemm.k = (int64_t)r->K;
         ro.ann.u.gemm.batch = (int64_t)r->batch;
+        if (row_type != type) ro.ann.u.gemm.a_type = ro.ann.u.gemm.b_type = ro.ann.u.gemm.c_type = row_type;
         nearest_add(&nn, d, tw_roofline_s(profiled, &ro) / (r->ns * 1e-9));
     }
     double eff = nearest_eff(&nn);

@@ -239,7 +239,8 @@ tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same obj
 int tw_kernel_valid(const void *p);                       /* p is a tw_kernel from tw_kernel_intern (slow) */
 struct tw_op;
 /* For PyTorch's row kernels whose launch size does not tell their work (reductions cap their grid; a norm's
- * grid is its row count), read (outputs, inputs per output) from the launch's arguments into op->rows. */
+ * grid is its row count), read (outputs, inputs per output) from the launch's arguments into op->rows; for a
+ * CUTLASS 3 GEMM on quantized operands (vLLM's fp8/int8 scaled_mm), its problem shape into op->ann. */
 void tw_kernel_row_shape(struct tw_op *op, void *const *args);
 
 typedef struct tw_op {
