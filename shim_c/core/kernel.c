@@ -107,8 +107,10 @@ static int row_class(const tw_kernel *k) {
     const char *p = k->pretty;
     if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
     /* CUTLASS 3 GEMMs launched by libraries' own code (vLLM's fp8/int8 scaled_mm): the kernel is
-     * device_kernel<GemmKernel>(Params), and a quantized A operand's type is in its name */
-    if (!strncmp(p, "void cutlass::device_kernel<", 28) && (strstr(p, "gemm") || strstr(p, "Gemm"))) {
+     * device_kernel<GemmKernel>(Params), and a quantized A operand's type is in its name. Grouped and
+     * pointer-array GEMMs (MoE experts) keep their shapes in device memory: left to the launch size. */
+    if (!strncmp(p, "void cutlass::device_kernel<", 28) && (strstr(p, "gemm") || strstr(p, "Gemm")) &&
+        !strstr(p, "roup") && !strstr(p, "PtrArray") && !strstr(p, "moe")) {
         int a = cutlass_type(p, NULL);
         if (a == 28 || a == 29 || a == 3) return ROW_CUTLASS_GEMM;
     }
