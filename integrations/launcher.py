@@ -260,6 +260,21 @@ def _count(x: object) -> str:
     return str(x) if isinstance(x, int) and not isinstance(x, bool) else "?"
 
 
+def layer_shares(records: Iterable[Mapping]) -> dict[str, float]:
+    """The share of the records' GPU busy time each predictor layer timed (the devices' busy_by_layer: exact,
+    interp, nearest, step, sibling, roofline, preset), largest first; {} when the records have none."""
+    total: dict[str, float] = {}
+    for rec in records:
+        for dev in rec.get("devices") or []:
+            by = dev.get("busy_by_layer") if isinstance(dev, Mapping) else None
+            if isinstance(by, Mapping):
+                for k, v in by.items():
+                    if isinstance(v, (int, float)) and v > 0:
+                        total[k] = total.get(k, 0.0) + v
+    s = sum(total.values())
+    return {k: v / s for k, v in sorted(total.items(), key=lambda kv: -kv[1])} if s > 0 else {}
+
+
 def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_processes: int = 20) -> list[str]:
     """Lines summing up a run's report: each process's predicted wall time, per-device GPU busy time and
     kernel counts, and the unimplemented calls it hit. Tolerates missing or mistyped fields.
@@ -298,6 +313,9 @@ def summarize(records: Iterable[Mapping], gpu_name: str | None = None, max_proce
                     extra = f", {_count(copies)} copies"
                 lines.append(f"    GPU {dev.get('index', '?')}: busy {format_seconds(busy)}{util}, "
                              f"{_count(dev.get('kernels'))} kernels{extra}")
+                shares = layer_shares([rec])
+                if shares:
+                    lines.append("      timed by: " + ", ".join(f"{k} {v:.0%}" for k, v in shares.items()))
         unimpl = rec.get("unimplemented")
         if isinstance(unimpl, Mapping) and unimpl:
             # the core writes {name: {"lib": ..., "calls": n}}; a bare count is accepted too

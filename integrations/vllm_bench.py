@@ -227,8 +227,10 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     watch = _Watch(spec)
     watch.start()
     t0 = time.monotonic()
+    report = Path(spec.workdir) / "report.jsonl"
+    report.unlink(missing_ok=True)   # this run's processes only
     rc = launch([sys.executable, "-m", "timewarp.integrations.vllm_bench", "--driver", str(spec_file)], gpu,
-                gpu_name=gpu_name, summary=False)
+                gpu_name=gpu_name, summary=False, report=report)
     total = time.monotonic() - t0
     watch.stop.set()
     watch.join()
@@ -241,10 +243,31 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     except (OSError, ValueError, KeyError):
         virtual_ready = None
     print(format_result(results, watch, total, virtual_ready, gpu_name))
-    for note in emulator_notes(spec.serve_log):
+    for note in emulator_notes(spec.serve_log) + coverage_notes(report):
         print(f"  note: {note}")
     print(f"  logs and result JSON: {spec.workdir}")
     return 0
+
+
+# the share of the GPU time timed by the analytical roofline (nothing measured behind it) above which the
+# prediction says so
+ROOFLINE_NOTE_SHARE = 0.05
+
+
+def coverage_notes(report: Path) -> list[str]:
+    """A note when much of the run's GPU time was timed by the roofline (kernels never measured: another
+    model's Triton kernels, a library's own GEMMs): the metrics are then estimates."""
+    from timewarp.integrations.launcher import Report, layer_shares
+
+    try:
+        shares = layer_shares(Report(report).records())
+    except (OSError, ValueError):
+        return []
+    roof = shares.get("roofline", 0.0)
+    if roof < ROOFLINE_NOTE_SHARE:
+        return []
+    return [f"{roof:.0%} of the GPU time was timed by the analytical roofline (kernels with no measurement "
+            f"behind them): treat the metrics as estimates (report: {report})"]
 
 
 def emulator_notes(serve_log: Path) -> list[str]:

@@ -328,3 +328,51 @@ def test_bench_compare_spread_counts_cases_within_the_bound(tmp_path):
     lines = bc.spread([run("e1", {1: 108.0, 2: 120.0}), run("e2", {1: 96.0, 2: 112.0})], real)
     assert lines[3].startswith("| 1 | +2.0% | -4.0% .. +8.0% |") and lines[4].startswith("| 2 | +16.0% |"), lines
     assert lines[-1] == "within 5% on all three metrics: on the mean over the runs, case(s) 1; per run, 0 / 1 case(s)", lines
+
+
+def test_the_report_says_which_predictor_layer_timed_the_gpu_time(tmp_path):
+    """Each device's busy time split by the layer that timed it (graph replays by their nodes): a measured
+    GEMM shape replayed from a graph is `exact`, a kernel nobody recorded (torch's cumsum on int16) the
+    analytical roofline; the summary prints the shares, and `timewarp vllm-bench` notes a run whose GPU time
+    rests on the roofline for 5% or more."""
+    import json
+    import sys
+    import textwrap
+
+    from timewarp.integrations.launcher import layer_shares, summarize
+    from timewarp.integrations.vllm_bench import coverage_notes
+
+    prog = tmp_path / "layers.py"
+    prog.write_text(textwrap.dedent("""
+        import torch, torch.nn.functional as F
+        w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+        x = torch.randn(1024, 4096, device="cuda", dtype=torch.bfloat16)
+        F.linear(x, w)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(10):
+                F.linear(x, w)
+        g.replay()
+        torch.cumsum(torch.ones(1 << 22, device="cuda", dtype=torch.int16), 0)
+        torch.cuda.synchronize()
+    """))
+    report = tmp_path / "report.jsonl"
+    p = subprocess.run(timewarp_cmd("run", "--report", str(report), "--", sys.executable, str(prog)),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    recs = [json.loads(l) for l in report.read_text().splitlines() if l.strip()]
+    dev = recs[0]["devices"][0]
+    by = dev["busy_by_layer"]
+    assert by["exact"] > 10 * 40e-6, by                   # eleven GEMMs of about 45 us each
+    assert by.get("roofline", 0) > 0, by                  # the cumsum's kernels
+    assert sum(by.values()) == pytest.approx(dev["busy_s"], rel=0.05)
+    shares = layer_shares(recs)
+    assert list(shares)[0] == "exact" and sum(shares.values()) == pytest.approx(1.0)
+    assert "timed by: exact" in "\n".join(summarize(recs)) and "timed by: exact" in p.stderr
+    # vllm-bench's note: only when the roofline timed 5% or more of the GPU time
+    roof = {"pid": 1, "devices": [{"busy_by_layer": {"exact": 0.90, "roofline": 0.10}}]}
+    (tmp_path / "r1.jsonl").write_text(json.dumps(roof) + "\n")
+    assert "10% of the GPU time was timed by the analytical roofline" in coverage_notes(tmp_path / "r1.jsonl")[0]
+    roof["devices"][0]["busy_by_layer"]["roofline"] = 0.02
+    (tmp_path / "r2.jsonl").write_text(json.dumps(roof) + "\n")
+    assert coverage_notes(tmp_path / "r2.jsonl") == []

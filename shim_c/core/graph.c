@@ -258,6 +258,13 @@ tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
 
 uint64_t tw_graph_exec_duration(const tw_graph_exec *x) { return x->total ? x->total : 1; }
 uint64_t tw_graph_exec_kernels(const tw_graph_exec *x) { return x->kernels; }
+void tw_graph_exec_layer_busy(const tw_graph_exec *x, uint64_t *acc) {
+    for (size_t i = 0; i < x->n; i++) {
+        const tw_op *op = &x->ops[i];
+        if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET)
+            acc[tw_layer_slot(op->layer)] += op->duration;
+    }
+}
 void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable) {
     *hot = x->hot;
     *stretchable = x->stretchable;

@@ -13,6 +13,17 @@ extern pthread_mutex_t tw_lock;
 #define TW_LOCK() pthread_mutex_lock(&tw_lock)
 #define TW_UNLOCK() pthread_mutex_unlock(&tw_lock)
 
+/* Predictor layers as slots of a device's busy-time split: the layers of tw_predict_ex (TW_LAYER_*, graph
+ * replays split into their nodes' layers) and one for durations given by the caller (collectives' peers,
+ * host functions). */
+#define TW_NLAYERS 8
+#define TW_LAYER_GIVEN_SLOT 7
+static inline int tw_layer_slot(int layer) {
+    if (layer < 0) return TW_LAYER_GIVEN_SLOT;
+    layer &= 0xff;
+    return layer < TW_LAYER_GIVEN_SLOT ? layer : TW_LAYER_GIVEN_SLOT;
+}
+
 typedef struct tw_device_state {
     const tw_gpu_spec *spec;
     int physical;                    /* index on the virtual box (what NVML numbers), after CUDA_VISIBLE_DEVICES */
@@ -20,6 +31,7 @@ typedef struct tw_device_state {
     uint64_t blocking_tail;          /* completion of the last op on any blocking stream (legacy ordering) */
     uint64_t max_tail;               /* completion of the last op on any stream */
     uint64_t busy_ns, kernels, copies;
+    uint64_t busy_layer_ns[TW_NLAYERS];   /* busy time by the predictor layer that timed it (tw_layer_slot) */
     uint64_t queued;                 /* operations that took a launch-queue slot (stream.c) */
     uint64_t hot_until, hot_busy;    /* the current run of compute-bound work (power.c): its end (0: none
                                       * yet) and busy time so far */

@@ -281,6 +281,9 @@ tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     else if (op->kind == TW_OP_GRAPH) D->kernels += tw_graph_exec_kernels(op->exec);
     else if (op->kind != TW_OP_HOST_FUNC) D->kernels++;
     D->busy_ns += op->duration;
+    if (op->kind == TW_OP_GRAPH) tw_graph_exec_layer_busy(op->exec, D->busy_layer_ns);
+    else if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET)
+        D->busy_layer_ns[tw_layer_slot(op->layer)] += op->duration;
     tw_record(dev, s->id, op, start, end, host);
     TW_UNLOCK();
     if (op->kind == TW_OP_GRAPH) tw_graph_exec_side_effects(op->exec, start);

@@ -126,8 +126,14 @@ static char *report_line(uint64_t now, int live, size_t *len) {
     fprintf(f, ",\"live\":%s,\"virtual_s\":%.9f,\"devices\":[", live ? "true" : "false", now / 1e9);
     for (int d = 0; d < tw_ndevices; d++) {
         tw_device_state *D = &tw_devices[d];
-        fprintf(f, "%s{\"index\":%d,\"busy_s\":%.9f,\"kernels\":%llu,\"copies\":%llu,\"mem_used\":%zu}", d ? "," : "", d,
-                D->busy_ns / 1e9, (unsigned long long)D->kernels, (unsigned long long)D->copies, tw_mem_used(d));
+        fprintf(f, "%s{\"index\":%d,\"busy_s\":%.9f,\"kernels\":%llu,\"copies\":%llu,\"mem_used\":%zu,\"busy_by_layer\":{",
+                d ? "," : "", d, D->busy_ns / 1e9, (unsigned long long)D->kernels, (unsigned long long)D->copies,
+                tw_mem_used(d));
+        for (int l = 0, n = 0; l < TW_NLAYERS; l++)
+            if (D->busy_layer_ns[l])
+                fprintf(f, "%s\"%s\":%.9f", n++ ? "," : "", tw_layer_name(l == TW_LAYER_GIVEN_SLOT ? -1 : l),
+                        D->busy_layer_ns[l] / 1e9);
+        fprintf(f, "}}");
     }
     fprintf(f, "],\"unimplemented\":{");
     struct unimpl_ctx c = {f, 0};
