@@ -90,7 +90,7 @@ enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM };
 static int cutlass_type(const char *p, const char **after) {
     static const struct { const char *name; int type; } types[] = {
         {"cutlass::float_e4m3_t", 28}, {"cutlass::float_e5m2_t", 29}, {"cutlass::bfloat16_t", 14},
-        {"cutlass::half_t", 2}, {"signed char", 3}, {"int8_t", 3}, {"float", 0},
+        {"cutlass::half_t", 2}, {"signed char", 3}, {"float", 0},   /* int8_t demangles to signed char */
     };
     const char *best = NULL;
     int type = -1;
