@@ -6,7 +6,8 @@ Host speed only (to compare the dev machine's Python speed with the GPU host's):
                           python3 microbench_h200.py OUTDIR --host-only
 
 Writes under OUTDIR (each table rewritten after its section, so a run cut short still leaves data):
-  gemm.parquet        matmul / F.linear / bmm by shape and dtype
+  gemm.parquet        matmul / F.linear / bmm by shape and dtype (section gemm_models: other open models'
+                      linear layers, tagged with the model's name)
   sdpa.parquet        F.scaled_dot_product_attention, prefill and decode shapes, default and forced backends
   elementwise.parquet add, mul, silu, gelu, rms_norm, softmax, sum, argmax, copy, casts by element count
   memcpy.parquet      H2D/D2H (pinned, pageable), D2D, memset by bytes
