@@ -36,6 +36,7 @@ struct tw_graph_exec {
     uint64_t *offsets;        /* start of each node relative to the launch */
     uint64_t total, kernels;
     uint64_t hot, stretchable;  /* time of compute-bound nodes, and of those the power cap stretches (power.c) */
+    uint64_t layer_ns[TW_NLAYERS];   /* node time by predictor layer slot (a replay's share of the report) */
     int uploaded;             /* the driver has uploaded it (cudaGraphUpload, or its first launch) */
 };
 
@@ -185,9 +186,13 @@ int tw_capture_exchange_mode(int mode) {
 /* A replay runs its nodes back to back: each node's offset is the sum of the durations before it. */
 static void lay_out(tw_graph_exec *x) {
     uint64_t total = 0;
+    memset(x->layer_ns, 0, sizeof x->layer_ns);
     for (size_t i = 0; i < x->n; i++) {
+        const tw_op *op = &x->ops[i];
         x->offsets[i] = total;
-        total += x->ops[i].duration;
+        total += op->duration;
+        if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET)
+            x->layer_ns[tw_layer_slot(op->layer)] += op->duration;
     }
     x->total = total;
     const tw_gpu_spec *spec = tw_power_enabled() ? tw_device_spec(x->dev) : NULL;   /* replays re-lay out often */
@@ -197,6 +202,10 @@ static void lay_out(tw_graph_exec *x) {
             x->hot += x->ops[i].duration;
             if (tw_power_stretchable(&x->ops[i])) x->stretchable += x->ops[i].duration;
         }
+}
+
+static void exec_free_arrays(tw_graph_exec *x) {
+    free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
 }
 
 static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
@@ -217,7 +226,7 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
         if (ops[i].kind == TW_OP_KERNEL || ops[i].kind == TW_OP_COLLECTIVE) kernels++;
         if (ops[i].kind == TW_OP_MEMCPY || ops[i].kind == TW_OP_MEMSET || ops[i].kind == TW_OP_HOST_FUNC) eff[ne++] = i;
     }
-    free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
+    exec_free_arrays(x);
     x->ops = ops; x->effects = eff; x->offsets = off; x->stepnodes = stepn; x->nstep = ns;
     x->step_gen = tw_step_generation();
     x->n = g->n; x->neffects = ne; x->kernels = kernels; x->dev = g->dev;
@@ -231,9 +240,7 @@ tw_err tw_graph_instantiate(tw_graph *g, tw_graph_exec **out) {
     if (!x) return TW_ERR_OUT_OF_MEMORY;
     x->magic = EXEC_MAGIC;
     tw_err e = exec_fill(x, g);
-    if (!e && (e = tw_graph_memory_instantiate(x->dev, x->n))) {
-        free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
-    }
+    if (!e && (e = tw_graph_memory_instantiate(x->dev, x->n))) exec_free_arrays(x);
     if (e) { free(x); return e; }
     *out = x;
     return TW_OK;
@@ -251,7 +258,7 @@ tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
     if (!x || x->magic != EXEC_MAGIC) return TW_ERR_INVALID_HANDLE;
     x->magic = 0;
     tw_graph_memory_destroy(x->dev, x->n);
-    free(x->ops); free(x->effects); free(x->offsets); free(x->stepnodes);
+    exec_free_arrays(x);
     free(x);
     return TW_OK;
 }
@@ -259,11 +266,7 @@ tw_err tw_graph_exec_destroy(tw_graph_exec *x) {
 uint64_t tw_graph_exec_duration(const tw_graph_exec *x) { return x->total ? x->total : 1; }
 uint64_t tw_graph_exec_kernels(const tw_graph_exec *x) { return x->kernels; }
 void tw_graph_exec_layer_busy(const tw_graph_exec *x, uint64_t *acc) {
-    for (size_t i = 0; i < x->n; i++) {
-        const tw_op *op = &x->ops[i];
-        if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET)
-            acc[tw_layer_slot(op->layer)] += op->duration;
-    }
+    for (int l = 0; l < TW_NLAYERS; l++) acc[l] += x->layer_ns[l];   /* summed by lay_out, not per replay */
 }
 void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable) {
     *hot = x->hot;

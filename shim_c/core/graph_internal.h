@@ -22,7 +22,7 @@ void tw_op_side_effects(const tw_op *op, uint64_t start);
 void tw_graph_exec_side_effects(const tw_graph_exec *x, uint64_t start);
 uint64_t tw_graph_exec_duration(const tw_graph_exec *x);
 uint64_t tw_graph_exec_kernels(const tw_graph_exec *x);
-/* the replay's node time by predictor layer slot, added to acc[TW_NLAYERS] */
+/* the replay's node time by predictor layer slot (summed when the graph is laid out), added to acc[TW_NLAYERS] */
 void tw_graph_exec_layer_busy(const tw_graph_exec *x, uint64_t *acc);
 /* the replay's time in compute-bound nodes, and in those the power cap stretches (power.c) */
 void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable);
