@@ -103,7 +103,7 @@ static int cutlass_type(const char *p, const char **after) {
     return type;
 }
 
-static int row_class(const tw_kernel *k) {
+static int row_class(tw_kernel *k) {
     const char *p = k->pretty;
     if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
     /* CUTLASS 3 GEMMs launched by libraries' own code (vLLM's fp8/int8 scaled_mm): the kernel is
@@ -111,8 +111,12 @@ static int row_class(const tw_kernel *k) {
      * pointer-array GEMMs (MoE experts) keep their shapes in device memory: left to the launch size. */
     if (!strncmp(p, "void cutlass::device_kernel<", 28) && (strstr(p, "gemm") || strstr(p, "Gemm")) &&
         !strstr(p, "roup") && !strstr(p, "PtrArray") && !strstr(p, "moe")) {
-        int a = cutlass_type(p, NULL);
-        if (a == 28 || a == 29 || a == 3) return ROW_CUTLASS_GEMM;
+        const char *rest;
+        int a = cutlass_type(p, &rest), o = cutlass_type(rest, NULL);
+        if (a == 28 || a == 29 || a == 3) {
+            k->gemm_types = a | (o >= 0 ? o : 14) << 8;   /* read once: the name is long, launches many */
+            return ROW_CUTLASS_GEMM;
+        }
     }
     /* vectorized_layer_norm_kernel<T, T_ACC, rms_norm>(int N, ...): one block per row of N elements */
     if (strstr(p, "at::native::") && strstr(p, "vectorized_layer_norm_kernel<") && strstr(p, ">(int,")) return ROW_LAYER_NORM;
@@ -162,13 +166,11 @@ static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotat
     if (!problem_shape(arg, c)) return 0;
     int swapped = c[1] <= 64 && c[0] > 64;   /* N is the small side: the tokens */
     int64_t tokens = swapped ? c[1] : c[0], out = swapped ? c[0] : c[1];
-    const char *rest;
-    int a = cutlass_type(k->pretty, &rest), o = cutlass_type(rest, NULL);
     memset(ann, 0, sizeof *ann);
     ann->kind = TW_ANN_GEMM;
     ann->u.gemm.m = out; ann->u.gemm.n = tokens; ann->u.gemm.k = c[2]; ann->u.gemm.batch = c[3];
-    ann->u.gemm.a_type = ann->u.gemm.b_type = a;
-    ann->u.gemm.c_type = o >= 0 ? o : 14;
+    ann->u.gemm.a_type = ann->u.gemm.b_type = k->gemm_types & 0xff;
+    ann->u.gemm.c_type = k->gemm_types >> 8;
     ann->u.gemm.compute_type = -1;
     ann->u.gemm.trans_a = 1; ann->u.gemm.trans_b = 0;
     ann->u.gemm.epilogue = 1;
@@ -178,14 +180,16 @@ static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotat
 void tw_kernel_row_shape(tw_op *op, void *const *args) {
     tw_kernel *k = (tw_kernel *)op->kernel;
     if (!k || !args || !args[0]) return;
-    if (!k->row_class) k->row_class = row_class(k);   /* a benign race: every thread computes the same */
-    if (k->row_class == ROW_LAYER_NORM) {
+    /* a benign race: every thread computes the same; release/acquire so that gemm_types is seen with it */
+    int rc = __atomic_load_n(&k->row_class, __ATOMIC_ACQUIRE);
+    if (!rc) { rc = row_class(k); __atomic_store_n(&k->row_class, rc, __ATOMIC_RELEASE); }
+    if (rc == ROW_LAYER_NORM) {
         int32_t n;
         memcpy(&n, args[0], sizeof n);
         if (n > 0) { op->rows[0] = (int64_t)op->grid[0] * op->grid[1] * op->grid[2]; op->rows[1] = n; }
-    } else if (k->row_class == ROW_REDUCE) {
+    } else if (rc == ROW_REDUCE) {
         reduce_config(args[0], op->block, op->rows);
-    } else if (k->row_class == ROW_CUTLASS_GEMM && op->ann.kind == TW_ANN_NONE) {
+    } else if (rc == ROW_CUTLASS_GEMM && op->ann.kind == TW_ANN_NONE) {
         cutlass_gemm(k, args[0], &op->ann);
     }
 }

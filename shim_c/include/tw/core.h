@@ -233,6 +233,7 @@ typedef struct tw_kernel {
     int max_threads, shared_bytes, const_bytes, local_bytes, num_regs, max_dyn_shared;
     int step_class;          /* step.c's classification of the kernel, cached (0: not yet) */
     int row_class;           /* kernel.c's: how its arguments give a row shape, cached (0: not yet) */
+    int gemm_types;          /* kernel.c's, for a CUTLASS GEMM: A's cudaDataType | output's << 8, from its name */
 } tw_kernel;
 
 tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */
