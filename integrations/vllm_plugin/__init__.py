@@ -61,7 +61,7 @@ def register() -> None:
         return
     _done = True
     _drop_shadow()
-    from . import flashinfer_sampling, host_results, input_clock, step_context
+    from . import flashinfer_sampling, host_results, input_clock, moe_context, step_context
     from ._hooks import after_method
     flashinfer_sampling.install()
     host_results.install()
@@ -69,6 +69,7 @@ def register() -> None:
     executor_clock.install()   # the API server's tokenizer pool
     native_price.install()     # its tokenizer's Rust, priced by the native pace
     step_context.install()
+    moe_context.install()   # fused MoE launches' shapes
     input_clock.install()   # the EngineCore's input thread
     # EngineCore.__init__ loads the plugins itself, then sizes the KV caches: the first hook that fires there
     after_method("vllm.v1.engine.core", "EngineCore", "_initialize_kv_caches", _warn_parallel,

@@ -179,7 +179,9 @@ static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotat
 
 void tw_kernel_row_shape(tw_op *op, void *const *args) {
     tw_kernel *k = (tw_kernel *)op->kernel;
-    if (!k || !args || !args[0]) return;
+    if (!k) return;
+    tw_moe_take(op);
+    if (!args || !args[0]) return;
     /* a benign race: every thread computes the same; release/acquire so that gemm_types is seen with it */
     int rc = __atomic_load_n(&k->row_class, __ATOMIC_ACQUIRE);
     if (!rc) { rc = row_class(k); __atomic_store_n(&k->row_class, rc, __ATOMIC_RELEASE); }

@@ -28,7 +28,7 @@ static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 
 
 /* An annotated launch's compute time and memory time at the device's rates (GEMM, attention): 0 when the
  * launch has neither annotation. Shared by the roofline and the power model's compute-bound test. */
-static int annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
+int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
     const tw_annotation *a = &op->ann;
     if (a->kind == TW_ANN_GEMM) {
         double m = a->u.gemm.m, n = a->u.gemm.n, k = a->u.gemm.k, b = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
@@ -57,7 +57,7 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
     case TW_OP_COLLECTIVE: {
         const tw_annotation *a = &op->ann;
         double t, tb;
-        if (annotated_times(s, op, &t, &tb)) return (t > tb ? t : tb) + floor;
+        if (tw_annotated_times(s, op, &t, &tb)) return (t > tb ? t : tb) + floor;
         if (a->kind == TW_ANN_COLLECTIVE) {
             /* one rank: a local copy; multi-rank costs come from the coordinator */
             return 2.0 * a->u.coll.bytes / s->mem_bw + floor;
@@ -81,7 +81,7 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
 
 int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op) {
     double t, tb;
-    return op->kind == TW_OP_KERNEL && annotated_times(s, op, &t, &tb) && t > tb;
+    return op->kind == TW_OP_KERNEL && tw_annotated_times(s, op, &t, &tb) && t > tb;
 }
 
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer) {

@@ -45,6 +45,8 @@ static double kgap_ns;
 static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_tile_ns (step.c's model) */
 static double attn_model[3];  /* attnmodel: t0_ns flop_s byte_s (attention's latency-plus-roofline model) */
 static int have_attn_model;
+static double moe_model[3];   /* moemodel: t0_ns eff_memory eff_compute (vLLM's fused MoE kernel; moe.c) */
+static int have_moe_model;
 static int have_attn_step;
 static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
@@ -155,6 +157,11 @@ static void load_rows(void) {
                 attn_model[1] > 0 && attn_model[2] > 0)
                 have_attn_model = 1;
             else bad++;
+        } else if (!strcmp(fam, "moemodel")) {
+            if (sscanf(line, "%*s %lf %lf %lf", &moe_model[0], &moe_model[1], &moe_model[2]) == 3 &&
+                moe_model[1] > 0 && moe_model[2] > 0)
+                have_moe_model = 1;
+            else bad++;
         } else if (!strcmp(fam, "kgap")) {
             if (sscanf(line, "%*s %lf", &kgap_ns) != 1) bad++;
         } else if (!strcmp(fam, "kern")) {
@@ -217,7 +224,7 @@ static uint64_t op_key(const tw_op *op) {
         h = mix(mix(mix(h, a->u.gemm.m), a->u.gemm.n), a->u.gemm.k);
         h = mix(mix(mix(h, a->u.gemm.batch), a->u.gemm.a_type), a->u.gemm.c_type);
         h = mix(mix(mix(h, a->u.gemm.trans_a), a->u.gemm.trans_b), a->u.gemm.compute_type);
-        return mix(h, a->u.gemm.epilogue);
+        return mix(mix(h, a->u.gemm.epilogue), a->u.gemm.grouped);
     }
     h = mix(mix(mix(h, a->u.attn.batch), a->u.attn.q_len), a->u.attn.kv_len);
     h = mix(mix(mix(h, a->u.attn.heads), a->u.attn.kv_heads), a->u.attn.head_dim);
@@ -265,8 +272,24 @@ static int gemm_row_type(const tw_annotation *a) {
     return a->u.gemm.a_type == 0 && a->u.gemm.compute_type == 77 ? 77 : a->u.gemm.a_type;
 }
 
+/* A fused MoE launch (moe.c): the fitted model over the batched GEMM's bytes and FLOPs at the target's rates,
+ * 0 without the row. */
+static double moe_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    if (!have_moe_model) return 0;
+    double t_compute, t_memory;
+    if (!tw_annotated_times(spec, op, &t_compute, &t_memory)) return 0;
+    t_memory /= moe_model[1];
+    t_compute /= moe_model[2];
+    *layer = TW_LAYER_STEP;
+    return moe_model[0] * 1e-9 + (t_memory > t_compute ? t_memory : t_compute);
+}
+
 static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const tw_annotation *a = &op->ann;
+    if (a->u.gemm.grouped) {
+        double s = moe_predict(spec, op, layer);
+        if (s > 0) return s;
+    }
     double M = a->u.gemm.m, N = a->u.gemm.n, K = a->u.gemm.k, B = a->u.gemm.batch > 0 ? a->u.gemm.batch : 1;
     int type = gemm_row_type(a);
     /* same family: operand types and shapes, transposes; N (the tokens) varies */

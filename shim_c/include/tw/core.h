@@ -209,6 +209,7 @@ typedef struct tw_annotation {
             int a_type, b_type, c_type, compute_type; /* cudaDataType / cublasComputeType values */
             int trans_a, trans_b;
             int epilogue;        /* cublasLtEpilogue_t, 1 = none */
+            int grouped;         /* 1: a fused MoE launch (moe.c): batch = the experts it touches */
         } gemm;
         struct {
             int64_t batch, q_len, kv_len, heads, kv_heads, head_dim;
@@ -243,6 +244,12 @@ struct tw_op;
  * grid is its row count), read (outputs, inputs per output) from the launch's arguments into op->rows; for a
  * CUTLASS 3 GEMM on quantized operands (vLLM's fp8/int8 scaled_mm), its problem shape into op->ann. */
 void tw_kernel_row_shape(struct tw_op *op, void *const *args);
+/* A fused mixture-of-experts launch's facts, from the binding that makes it (moe.c): the next kernel launch on
+ * this thread whose name begins with kernel_prefix is annotated as the batched GEMM over the experts it touches.
+ * w_type and act_type are cudaDataType values (weights, activations). */
+void tw_moe_next(const char *kernel_prefix, int64_t tokens, int top_k, int experts, int64_t n, int64_t k,
+                 int block_m, int w_type, int act_type);
+void tw_moe_take(struct tw_op *op);   /* called by tw_kernel_row_shape */
 
 typedef struct tw_op {
     tw_op_kind kind;
@@ -339,7 +346,7 @@ typedef enum {
     TW_LAYER_INTERP = 2,     /* interpolated between measured rows of the same family */
     TW_LAYER_NEAREST = 3,    /* the roofline times the efficiency measured on the nearest shapes */
     TW_LAYER_GRAPH = 4,      /* a graph launch: the sum of its nodes' predictions */
-    TW_LAYER_STEP = 5,       /* attention timed from the integration's step context (step.c) */
+    TW_LAYER_STEP = 5,       /* timed from the integration's context: attention (step.c), fused MoE (moe.c) */
     TW_LAYER_SIBLING = 6,    /* the rows of the same kernel recorded on other element types */
     TW_LAYER_SUSTAINED = 0x100,  /* flag: the rows were measured inside sustained work (the power cap in them) */
 } tw_layer;
@@ -358,6 +365,8 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op);
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
 /* The analytical layer, in seconds (profile.c scales measured times between GPUs with it). */
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
+/* An annotated launch's (GEMM, attention) compute and memory times at the device's peak rates; 0 if neither. */
+int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory);
 /* Whether an annotated launch (GEMM, attention) is bound by compute rather than memory on s */
 int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op);
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
