@@ -32,7 +32,7 @@ DATA = HERE / "data" / "h200" / "moe_kernels_2026-12-04"
 HELD_OUT = ("qwen3-30b-a3b", "olmoe-1b-7b")
 
 
-def block_m(tokens: int, experts: int, inter: int, hidden: int, top_k: int) -> int:
+def block_m(tokens: int, experts: int, inter: int) -> int:
     """vLLM 0.24's BLOCK_SIZE_M for a bf16 fused MoE of this batch: its tuned H200 file (nearest batch key),
     else get_default_config's rule."""
     import importlib.util
@@ -66,7 +66,7 @@ def launches(csv_path: Path):
     out = []
     for r in d.itertuples():
         E, topk, H, inter, M = int(r.experts), int(r.top_k), int(r.hidden), int(r.intermediate), int(r.tokens)
-        bm = block_m(M, E, inter, H, topk)
+        bm = block_m(M, E, inter)
         if r.which == 0:    # gate-up: [E, 2I, H], the batch's tokens each routed to top_k experts
             b, f = features(M, topk, E, 2 * inter, H, bm)
         else:               # down: [E, H, I], tokens x top_k rows each to one expert

@@ -77,7 +77,7 @@ def main() -> None:
                 torch.cuda.synchronize()
             evs = sorted((ev for ev in p.events() if ev.device_type == torch.autograd.DeviceType.CUDA),
                          key=lambda ev: ev.time_range.start)
-            per = len(evs) // REPS if REPS else 0
+            per = len(evs) // REPS
             acc: dict[int, list] = {}
             for i, ev in enumerate(evs[: per * REPS]):
                 acc.setdefault(i % per, [ev.name, []])[1].append(ev.time_range.elapsed_us())
@@ -89,7 +89,7 @@ def main() -> None:
                              "tokens": M, "idx": idx, "kernel": kname[:200], "median_us": durs[len(durs) // 2],
                              "mean_us": sum(durs) / len(durs), "eager_call_us": eager_us})
             print(f"[{time.time() - t0:6.1f}s] {name} M={M}: {per} kernels, eager {eager_us:.1f} us; "
-                  + ", ".join(f"{r['kernel'][:20]} {r['median_us']:.1f}" for r in rows[-per:]), flush=True)
+                  + ", ".join(f"{r['kernel'][:20]} {r['median_us']:.1f}" for r in rows[-len(acc):]), flush=True)
             del x, logits, wts, ids
         del w1, w2
         torch.cuda.empty_cache()

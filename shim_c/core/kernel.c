@@ -174,6 +174,7 @@ static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotat
     ann->u.gemm.compute_type = -1;
     ann->u.gemm.trans_a = 1; ann->u.gemm.trans_b = 0;
     ann->u.gemm.epilogue = 1;
+    ann->u.gemm.source = TW_GEMM_KERNEL_ARGS;
     return 1;
 }
 

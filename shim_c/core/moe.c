@@ -7,7 +7,7 @@
  * The model: the kernel is a batched GEMM over the experts the batch touches. With tokens routed to top_k of
  * E experts each, uniformly (what a dummy-weight router does), the expected number of experts touched is
  * E (1 - (1 - top_k / E)^tokens); each multiplies its share of the tokens x top_k rows, padded up to the
- * kernel's BLOCK_SIZE_M, by its [N, K] weights: the annotation is that batched GEMM (grouped = 1), and
+ * kernel's BLOCK_SIZE_M, by its [N, K] weights: the annotation is that batched GEMM (TW_GEMM_FUSED_MOE), and
  * profile.c times it by the `moemodel` row, t0 + max(bytes / (eff_m bw), flops / (eff_c peak)), fitted to the
  * kernel on the real H200 (predictors/fit_moe.py; without the row, as any GEMM of that shape). */
 #include <math.h>
@@ -42,7 +42,7 @@ void tw_moe_next(const char *kernel_prefix, int64_t tokens, int top_k, int exper
     a->u.gemm.compute_type = -1;
     a->u.gemm.trans_a = 1; a->u.gemm.trans_b = 0;
     a->u.gemm.epilogue = 1;
-    a->u.gemm.grouped = 1;
+    a->u.gemm.source = TW_GEMM_FUSED_MOE;
     strncpy(pending.prefix, kernel_prefix, sizeof pending.prefix - 1);
     pending.prefix[sizeof pending.prefix - 1] = 0;
     pending.set = 1;

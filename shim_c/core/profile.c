@@ -224,7 +224,7 @@ static uint64_t op_key(const tw_op *op) {
         h = mix(mix(mix(h, a->u.gemm.m), a->u.gemm.n), a->u.gemm.k);
         h = mix(mix(mix(h, a->u.gemm.batch), a->u.gemm.a_type), a->u.gemm.c_type);
         h = mix(mix(mix(h, a->u.gemm.trans_a), a->u.gemm.trans_b), a->u.gemm.compute_type);
-        return mix(mix(h, a->u.gemm.epilogue), a->u.gemm.grouped);
+        return mix(mix(h, a->u.gemm.epilogue), a->u.gemm.source);
     }
     h = mix(mix(mix(h, a->u.attn.batch), a->u.attn.q_len), a->u.attn.kv_len);
     h = mix(mix(mix(h, a->u.attn.heads), a->u.attn.kv_heads), a->u.attn.head_dim);
@@ -286,7 +286,7 @@ static double moe_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) 
 
 static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const tw_annotation *a = &op->ann;
-    if (a->u.gemm.grouped) {
+    if (a->u.gemm.source == TW_GEMM_FUSED_MOE) {
         double s = moe_predict(spec, op, layer);
         if (s > 0) return s;
     }

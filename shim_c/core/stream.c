@@ -242,13 +242,16 @@ void tw_op_side_effects(const tw_op *op, uint64_t start) {
 
 tw_err tw_enqueue(tw_stream *s, tw_op *op) {
     if (!s) return TW_ERR_INVALID_HANDLE;
-    if (op->ann.kind == TW_ANN_GEMM) tw_blas_before_gemm(s, op);
+    /* cuBLAS's own behaviour (lazy kernel loads, split-K memsets, its host cost) only for its own calls: a GEMM
+     * read from another library's launch (CUTLASS, Triton's fused MoE) is a plain kernel launch on the host */
+    int blas = op->ann.kind == TW_ANN_GEMM && op->ann.u.gemm.source == TW_GEMM_BLAS;
+    if (blas) tw_blas_before_gemm(s, op);
     /* the real runtime's launch path costs the host more than the shim's: charge the difference, and take
      * the host's issue time from the same clock reading */
     uint64_t cost = 0;
     if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET)
         cost = tw_profile_host_cost(TW_HOST_LAUNCH) +
-               (op->ann.kind == TW_ANN_GEMM ? tw_profile_host_cost(TW_HOST_GEMM)
+               (blas ? tw_profile_host_cost(TW_HOST_GEMM)
                 : op->ann.kind == TW_ANN_ATTENTION ? tw_profile_host_cost(TW_HOST_ATTN) : 0);
     else if (op->kind == TW_OP_GRAPH)
         cost = tw_profile_host_cost(TW_HOST_GRAPH_LAUNCH);

@@ -199,6 +199,10 @@ typedef enum {
 } tw_op_kind;
 typedef enum { TW_COPY_H2D = 1, TW_COPY_D2H = 2, TW_COPY_D2D = 3, TW_COPY_H2H = 0 } tw_copy_dir;
 typedef enum { TW_ANN_NONE = 0, TW_ANN_GEMM, TW_ANN_ATTENTION, TW_ANN_COLLECTIVE } tw_ann_kind;
+/* A GEMM annotation's origin: the emulated cuBLAS/cuBLASLt (its lazy kernel loading, split-K memsets and host
+ * cost apply: blas_lazy.c, stream.c), a library kernel's own arguments (vLLM's CUTLASS scaled_mm: kernel.c), or
+ * a fused MoE launch (moe.c: batch = the experts it touches, timed by the `moemodel` row) */
+typedef enum { TW_GEMM_BLAS = 0, TW_GEMM_KERNEL_ARGS, TW_GEMM_FUSED_MOE } tw_gemm_source;
 
 /* A semantic annotation, where the API tells what a launch computes. */
 typedef struct tw_annotation {
@@ -209,7 +213,7 @@ typedef struct tw_annotation {
             int a_type, b_type, c_type, compute_type; /* cudaDataType / cublasComputeType values */
             int trans_a, trans_b;
             int epilogue;        /* cublasLtEpilogue_t, 1 = none */
-            int grouped;         /* 1: a fused MoE launch (moe.c): batch = the experts it touches */
+            int source;          /* tw_gemm_source: who made the launch (cuBLAS's host behaviour is its own) */
         } gemm;
         struct {
             int64_t batch, q_len, kv_len, heads, kv_heads, head_dim;
