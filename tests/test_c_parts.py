@@ -52,3 +52,42 @@ def test_full_graph_replays_attention_at_the_step_context(tmp_path):
     p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
                        timeout=120, cwd=tmp_path)
     assert p.returncode == 0 and "ALL OK" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+
+
+def _moe_expected_us(tokens: int, block_m: int, e=60, top_k=4, n=2816, k=2048) -> float:
+    """moe.c's batched GEMM over the experts touched, timed by profile.tsv's moemodel row at the H200's rates."""
+    import math
+    from timewarp.predictors import catalog
+    rates = catalog.get("H200").rates
+    prof = pathlib.Path(__file__).parents[1] / "predictors/data/h200/profile.tsv"
+    t0_ns, eff_m, eff_c = next(map(float, line.split("\t")[1:4]) for line in prof.read_text().splitlines()
+                               if line.startswith("moemodel\t"))
+    touched = max(1, min(e, round(min(e * (1 - (1 - top_k / e) ** tokens), tokens * top_k))))
+    padded = math.ceil(tokens * top_k / touched / block_m) * block_m
+    bytes_ = touched * 2 * (n * k + k * padded + n * padded)
+    flops = 2 * n * padded * k * touched
+    return t0_ns / 1e3 + 1e6 * max(bytes_ / (eff_m * rates["hbm_bytes_per_s"]), flops / (eff_c * rates["bf16_flops"]))
+
+
+def test_fused_moe_launch_is_timed_as_the_experts_it_touches(tmp_path):
+    """tests/c/test_moe_launch.c: vLLM's binding announces a fused MoE launch's shape (tw_moe_next); the next
+    fused_moe_kernel launch, and only it, takes the moemodel time of the experts the batch touches, also
+    when captured in a CUDA graph. The grid is the same in every launch: the time comes from the shape."""
+    root, lib = pathlib.Path(__file__).parents[1], _lib()
+    exe = tmp_path / "test_moe_launch"
+    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_moe_launch.c"), f"-L{lib}",
+                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--gpu", "H200", "--", str(exe)], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    import json
+    import pytest
+    t = json.loads(p.stdout.strip().splitlines()[-1])
+    assert t["t1"] == pytest.approx(_moe_expected_us(1, 16), rel=0.02)       # 4 experts' weights read once
+    assert t["t2"] == pytest.approx(_moe_expected_us(2, 16), rel=0.02)       # ~7.7 of them
+    assert t["t4096"] == pytest.approx(_moe_expected_us(4096, 64), rel=0.02)  # all 60, compute-bound
+    assert 1.4 < t["t2"] / t["t1"] < 2.0 and t["t4096"] > 20 * t["t1"]
+    assert t["plain"] != pytest.approx(t["t1"], rel=0.05)                      # unannounced: another model
+    assert t["after"] == pytest.approx(t["plain"], rel=0.02)                   # one launch takes it
+    assert t["mismatch"] == pytest.approx(t["other"] + t["plain"], rel=0.02)   # dropped by another kernel
+    assert t["replay"][0] == pytest.approx(t["t1"], rel=0.02) and t["replay"][1] == pytest.approx(t["t1"], rel=0.02)
