@@ -16,42 +16,12 @@
 from __future__ import annotations
 
 import argparse
-import ctypes
 import json
 import re
-import subprocess
 import sys
 
 from . import profile_build as pb
-
-
-def _demangler():
-    try:
-        lib = ctypes.CDLL("libstdc++.so.6")
-        f = lib.__cxa_demangle
-        f.restype = ctypes.c_void_p
-        f.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)]
-        libc = ctypes.CDLL(None)
-        libc.free.argtypes = [ctypes.c_void_p]
-
-        def demangle(name: str) -> str:
-            if not name.startswith("_Z"):
-                return name
-            st = ctypes.c_int(-1)
-            p = f(name.encode(), None, None, ctypes.byref(st))
-            if st.value != 0 or not p:
-                return name
-            s = ctypes.string_at(p).decode()
-            libc.free(p)
-            return s
-        return demangle
-    except (OSError, AttributeError):
-        def demangle(name: str) -> str:
-            if not name.startswith("_Z"):
-                return name
-            out = subprocess.run(["c++filt"], input=name, capture_output=True, text=True).stdout.strip()
-            return out or name
-        return demangle
+from .demangle import demangler as _demangler
 
 
 def held_out_errors():

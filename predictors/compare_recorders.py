@@ -14,10 +14,10 @@ import statistics
 import sys
 
 from ..integrations import record_shim
-from .check_vllm_kernels import _demangler
+from .demangle import demangler
 
 GEMM_KEY = ["m", "n", "k", "batch", "a_type", "trans_a", "trans_b"]
-demangle = _demangler()
+demangle = demangler()
 COPY_DIR = {1: "HtoD", 2: "DtoH", 8: "DtoD", 10: "PtoP"}
 
 

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import difflib
 import json
 import pathlib
 import statistics
@@ -49,11 +50,13 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 if __package__:
     from . import vllm_gemm_rows as vg
+    from .demangle import demangler
 else:
     sys.path.insert(0, str(HERE))
     import vllm_gemm_rows as vg
+    from demangle import demangler
 
-FAMILIES = ("GEMM", "FA3", "FA3comb", "Triton", "other")
+FAMILIES = ("GEMM", "MoE", "FA3", "FA3comb", "Triton", "other")
 REPRESENTATIVE = (   # (title, case, regime)
     ("decode B=1", "phase:decode|B=1|in=64|out=16", "dec"),
     ("decode B=64", "phase:decode|B=64|in=64|out=16", "dec"),
@@ -61,10 +64,14 @@ REPRESENTATIVE = (   # (title, case, regime)
     ("prefill in=2048", "phase:prefill|B=1|in=2048|out=1", "pf"),
     ("mixed 64x2048", "phase:mixed|B=64|in=2048|out=16", "mix"),
 )
+GEMM_NAMES = ("nvjet", "splitKreduce", "cublas::gemm", "cublasLt::matmul", "dot_kernel", "gemv", "cutlass_3x_gemm")
 
 
 def family(name: str, gemm: bool = False) -> str:
-    if gemm or "nvjet" in name or "splitKreduce" in name or name == "cublas::gemm":
+    # vLLM's fused MoE kernel (its emulated launch carries a GEMM annotation) and its routing kernels
+    if "fused_moe_kernel" in name or "vllm::moe::" in name or "4vllm3moe" in name:
+        return "MoE"
+    if gemm or any(g in name for g in GEMM_NAMES):
         return "GEMM"
     if "FlashAttnFwdCombine" in name:
         return "FA3comb"
@@ -74,6 +81,12 @@ def family(name: str, gemm: bool = False) -> str:
                                       and name.endswith("_kernel")):
         return "Triton"
     return "other"
+
+
+def is_step_kernel(name: str) -> bool:
+    """Inductor's fused embedding + RMSNorm kernel, the first of every step (vllm_gemm_rows.STEP_KERNEL in a
+    bf16 model; with fp8 linears the activation quantisation is fused in and the name grows)."""
+    return name.startswith("triton_") and "embedding" in name and "rms_norm" in name
 
 
 def _segment(acts):
@@ -96,9 +109,9 @@ def real_activity(rec_dir: pathlib.Path):
     k = k.sort_values("start_ns", kind="stable")
     acts, cases = [], []
     for kind, name, gx, start, dur, stack in zip(k.kind, k.name, k.grid_x, k.start_ns, k.dur_ns, k.label_stack):
-        is_step = kind == "kernel" and name == vg.STEP_KERNEL
-        acts.append((float(start), float(dur), family(name) if kind == "kernel" else "other", is_step,
-                     int(gx) if is_step else 0))
+        is_step = kind == "kernel" and is_step_kernel(name)
+        fam = family(name) if kind == "kernel" else "other"
+        acts.append((float(start), float(dur), fam, is_step, int(gx) if is_step else 0, kernel_key(name, fam, kind)))
         if is_step:
             cases.append(vg._case(stack))
     return _segment(acts), cases
@@ -110,26 +123,41 @@ def emulated_activity(trace: pathlib.Path):
     ev = ev["traceEvents"] if isinstance(ev, dict) else ev
     ev = [e for e in ev if e.get("ph") == "X"]
     ev.sort(key=lambda e: (e.get("pid", 0), e["ts"]))
-    acts = []
+    acts, demangle = [], demangler()
     for e in ev:
         a = e.get("args") or {}
-        is_step = e.get("name") == vg.STEP_KERNEL
-        acts.append((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, family(e.get("name", ""), "gemm" in a),
-                     is_step, int(a.get("grid", [0])[0]) if is_step else 0))
+        name = demangle(e.get("name", ""))
+        is_step = is_step_kernel(name)
+        fam = family(name, "gemm" in a)
+        kind = "memcpy" if name.startswith("Memcpy") else "memset" if name.startswith("Memset") else "kernel"
+        acts.append((float(e["ts"]) * 1e3, float(e["dur"]) * 1e3, fam, is_step,
+                     int(a.get("grid", [0])[0]) if is_step else 0, kernel_key(name, fam, kind)))
     return _segment(acts)
+
+
+def kernel_key(name: str, fam: str, kind: str) -> str:
+    """What a per-kernel table groups by: the demangled name (the recording's; the trace's demangled as kineto
+    does), all GEMMs as one (the emulated trace has one event per cuBLAS call, the real one a kernel or two),
+    and copies and fills by kind."""
+    if kind != "kernel":
+        return kind
+    return "GEMM (all)" if fam == "GEMM" else name
 
 
 def step_stats(acts, next_start):
     fam = dict.fromkeys(FAMILIES, 0.0)
     cnt = dict.fromkeys(FAMILIES, 0)
-    for s, d, f, _, _ in acts:
+    per = collections.defaultdict(lambda: [0.0, 0])   # kernel key -> [ns, count]
+    for s, d, f, _, _, key in acts:
         if s >= next_start:
             break
         fam[f] += d
         cnt[f] += 1
+        per[key][0] += d
+        per[key][1] += 1
     inside = [a for a in acts if a[0] < next_start]
     span = max(s + d for s, d, *_ in inside) - inside[0][0]
-    return dict(sum=sum(fam.values()), span=span, fam=fam, cnt=cnt)
+    return dict(sum=sum(fam.values()), span=span, fam=fam, cnt=cnt, per=dict(per))
 
 
 def case_params(case: str) -> dict:
@@ -141,14 +169,18 @@ def case_params(case: str) -> dict:
     return d
 
 
+def align(real, emu):
+    """Pairs (real step index, emulated step index) inside difflib's matching blocks of the two sequences of
+    step token counts (the step kernel's grid_x, the padded batch): the emulated trace's engine-start and
+    warm-up steps drop out."""
+    sm = difflib.SequenceMatcher(a=[s[0] for s in real], b=[s[0] for s in emu], autojunk=False)
+    return [(b.a + i, b.b + i) for b in sm.get_matching_blocks() for i in range(b.size)]
+
+
 def build(rec_dir: pathlib.Path, trace: pathlib.Path):
-    # signatures and alignment exactly as vllm_gemm_rows does it
-    rsig, esig = vg.real_steps(rec_dir), vg.emulated_steps(trace)
-    pairs = vg.align(rsig, esig)
     ract, rcases = real_activity(rec_dir)
     eact = emulated_activity(trace)
-    assert len(ract) == len(rsig) and len(eact) == len(esig), "step segmentation differs from vllm_gemm_rows"
-    assert all(r[0] == s[0][0] for r, s in zip(ract, rsig)) and all(e[0] == s[0][0] for e, s in zip(eact, esig))
+    pairs = align(ract, eact)
     rows, skipped = [], collections.Counter()
     for ri, ei in pairs:
         if ri + 1 >= len(ract) or ei + 1 >= len(eact):
@@ -157,9 +189,6 @@ def build(rec_dir: pathlib.Path, trace: pathlib.Path):
         case = rcases[ri]
         if not case:
             skipped["no case label"] += 1
-            continue
-        if rsig[ri][0] != esig[ei][0]:
-            skipped["signature"] += 1
             continue
         ckey = case.split("|rep=")[0]
         p = case_params(ckey)
@@ -194,7 +223,26 @@ HDR = ("| {k} | steps | real sum us (med) | emu sum us (med) | sum med abs | sum
        "span med abs | span p90 abs | span signed med |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
 
 
-def report(res) -> None:
+def kernel_table(rs, n_top: int) -> None:
+    """The n_top kernels (keys) whose mean time per step differs most between real and emulated."""
+    n = len(rs)
+    keys = {k for r in rs for w in ("real", "emu") for k in r[w]["per"]}
+    tot_r = sum(r["real"]["sum"] for r in rs) / n
+
+    def mean(w, k, i):
+        return sum(r[w]["per"].get(k, (0, 0))[i] for r in rs) / n
+    tab = sorted(((mean("emu", k, 0) - mean("real", k, 0), k) for k in keys), key=lambda x: -abs(x[0]))
+    print("| kernel | real us | emu us | err | contrib | n real | n emu |\n|---|---:|---:|---:|---:|---:|---:|")
+    for d, k in tab[:n_top]:
+        fr, fe = mean("real", k, 0), mean("emu", k, 0)
+        err = f"{(fe / fr - 1) * 100:+.0f}%" if fr else "-"
+        name = k if len(k) <= 70 else k[:67] + "..."
+        print(f"| `{name}` | {fr / 1e3:,.1f} | {fe / 1e3:,.1f} | {err} | {d / tot_r * 100:+.1f}% | "
+              f"{mean('real', k, 1):.0f} | {mean('emu', k, 1):.0f} |")
+    print()
+
+
+def report(res, n_top: int = 0) -> None:
     rows = res["rows"]
     print(f"steps: {res['n_real']} recorded, {res['n_emu']} emulated (first aligned emulated step: "
           f"{res['emu_first']}), {res['n_pairs']} aligned, {len(rows)} compared; skipped "
@@ -257,6 +305,8 @@ def report(res) -> None:
                   f"| **span** ({len(sp)} steps) | {sr / 1e3:,.1f} | {se / 1e3:,.1f} | {(se / sr - 1) * 100:+.1f}% "
                   f"| | | |")
         print()
+        if n_top:
+            kernel_table(rs, n_top)
 
 
 def write_csv(res, path: pathlib.Path) -> None:
@@ -278,9 +328,11 @@ if __name__ == "__main__":
     ap.add_argument("recording", nargs="?", type=pathlib.Path, default=vg.DEFAULT_REC)
     ap.add_argument("trace", nargs="?", type=pathlib.Path, default=vg.DEFAULT_TRACE)
     ap.add_argument("--csv", type=pathlib.Path, help="also write the per-step rows here")
+    ap.add_argument("--kernels", type=int, default=0, metavar="N",
+                    help="per representative case, also the N kernels whose time differs most")
     a = ap.parse_args()
     res = build(a.recording, a.trace)
-    report(res)
+    report(res, a.kernels)
     if a.csv:
         write_csv(res, a.csv)
         print(f"per-step rows -> {a.csv}")

@@ -91,3 +91,23 @@ def test_fused_moe_launch_is_timed_as_the_experts_it_touches(tmp_path):
     assert t["after"] == pytest.approx(t["plain"], rel=0.02)                   # one launch takes it
     assert t["mismatch"] == pytest.approx(t["other"] + t["plain"], rel=0.02)   # dropped by another kernel
     assert t["replay"][0] == pytest.approx(t["t1"], rel=0.02) and t["replay"][1] == pytest.approx(t["t1"], rel=0.02)
+
+
+def test_graph_branches_on_two_streams_overlap(tmp_path):
+    """tests/c/test_graph_branches.c: a graph captured over two streams (fork and join by events) replays its
+    branches side by side, as vLLM's MoE decode graphs run the shared experts beside the routed ones."""
+    root, lib = pathlib.Path(__file__).parents[1], _lib()
+    exe = tmp_path / "test_graph_branches"
+    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_graph_branches.c"), f"-L{lib}",
+                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True, text=True)
+    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    import json
+    import pytest
+    t = json.loads(p.stdout.strip().splitlines()[-1])
+    one, three, five = t["serial"]
+    d = (five - one) / 4                       # one kernel's time in a replay
+    assert t["end_capture"] == 0 and d > 0 and three == pytest.approx(one + 2 * d, rel=0.01)
+    # A, then B1 B2 beside C, then D: the time of 4 kernels back to back (5 on one stream)
+    assert t["branched"] == pytest.approx(five - d, rel=0.01)

@@ -97,10 +97,16 @@ tw_err tw_stream_wait_event(tw_stream *s, tw_event *e) {
     TW_LOCK();
     tw_capture *sc = tw_stream_capture(s);
     if (e->cap) {
-        /* fork into a capture: the waiting stream joins it (how multi-stream graphs are captured) */
-        if (!sc) tw_capture_join(e->cap, s);
+        /* fork into a capture: the waiting stream joins it (how multi-stream graphs are captured); the wait is
+         * a node, the edge that lets the branches run side by side at replay (graph.c) */
+        tw_err err = TW_OK;
+        if (!sc) { tw_capture_join(e->cap, s); sc = e->cap; }
+        if (sc == e->cap) {
+            tw_op op = {.kind = TW_OP_EVENT_WAIT, .event = e, .label = "event wait"};
+            err = tw_capture_append(sc, s, &op);
+        }
         TW_UNLOCK();
-        return TW_OK;
+        return err;
     }
     int recorded = e->recorded;
     uint64_t t = e->time;
