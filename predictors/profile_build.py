@@ -44,12 +44,14 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
 - kernels without an annotation (kernels_2026-11-29, -29b and -30, recorded with integrations/record.py): workloads whose
   element count is an odd power of two (rounded) are held out; the Llama, torch.compile and CUDA-graph
   sections are whole-program checks and never fitted.
-- kernels without an annotation recorded inside a real vLLM 0.24.0 run (vllm_kernels_2026-11-30, the recorder
-  around predictors/calibration/vllm_workload.py; family `vkern`): per kernel name and block shape, the
+- kernels without an annotation recorded inside real vLLM 0.24.0 runs (vllm_kernels_2026-11-30, the Llama-3-8B
+  shape; vllm_fp8_kernels_2026-12-04, the same with fp8 linears; vllm_moe_kernels_2026-12-04, a Qwen1.5-MoE
+  shape: the recorder around predictors/calibration/vllm_workload.py; family `vkern`): per kernel name and
+  block shape, the
   distinct launch sizes (number of blocks) are sorted and those at odd positions are held out, so that a
   held-out size is predicted by interpolation between its fitted neighbours. GEMM kernels (nvjet, cutlass or
-  cuBLAS gemm/gemv: timed by the GEMM annotation) and the attention kernels step.c times (FlashAttention's
-  main forward kernels) get no rows. Keys the kernels_2026-11-29 recordings already have keep those rows.
+  cuBLAS gemm/gemv, vLLM's fused_moe_kernel: timed by their GEMM annotation) and the attention kernels step.c
+  times (FlashAttention's main forward kernels) get no rows. Keys the kernels_2026-11-29 recordings already have keep those rows.
 - GEMMs measured inside the real vLLM run (family `vgemm`: vllm_kernels_2026-11-30/gemm_rows.csv, keyed by
   aligning the recording's steps with an emulated run of the same workload, predictors/vllm_gemm_rows.py; the
   time is the GEMM's slot in the graph: its kernels plus the gaps they add). Per (M, K) family the token
@@ -106,9 +108,13 @@ KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
            for d in ("kernels_2026-11-29", "kernels_2026-11-29b", "kernels_2026-11-30")]
 VLLM_DIR = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
 VLLM_KERNELS = [VLLM_DIR / "kernels.parquet"]
+# recordings of other models whose kernels the Llama-3-8B one lacks (Inductor's fused fp8 quantisation; the
+# MoE layer's routing, align, sort, topk, sum and act-and-mul kernels): kern rows for the keys it has not
+VLLM_EXTRA_KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
+                      for d in ("vllm_fp8_kernels_2026-12-04", "vllm_moe_kernels_2026-12-04")]
 # kernels whose time comes from elsewhere: GEMMs (the cuBLAS annotation) and the attention kernels step.c
 # classifies as step-timed (keep in sync with classify() there)
-GEMM_KERNEL = r"^nvjet|gemm|gemv|xmma|tensorop"
+GEMM_KERNEL = r"^nvjet|gemm|gemv|xmma|tensorop|fused_moe_kernel"
 STEP_KERNEL = r"FlashAttnFwdSm90|FlashAttnFwdSm80|^(?!.*pytorch_flash)(?!.*combine).*flash_fwd_(?:splitkv_)?kernel"
 KERNEL_SECTIONS = {"elementwise", "rowwise", "reduce", "index_cat", "rotary", "embedding", "sdpa_backends",
                    "compile_sizes", "fills"}
@@ -469,7 +475,7 @@ def vllm_kernel_gap_ns(paths: list[pathlib.Path] = VLLM_KERNELS) -> float:
 def kern_table(with_held_out: bool = False):
     """The `kern` rows the table gets, as a DataFrame (KERN_KEY columns, ns, source): the median duration per
     launch key over the fitted launches of the kernels_2026-11-29 recordings, then the vLLM recording's keys
-    that these lack."""
+    that these lack, then the other models' vLLM recordings' kernels that neither has."""
     import pandas as pd
 
     parts = []
@@ -480,14 +486,23 @@ def kern_table(with_held_out: bool = False):
         rec = kernel_rows()
         parts.append(rec[with_held_out | ~rec.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()
                      .assign(source="kernels_2026-11-29"))
-    if any(p.exists() for p in VLLM_KERNELS):
-        v = vllm_kernel_rows()
-        # profile.c adds kgap (measured by the microbenchmarks) after every kern row; inside vLLM's graphs
-        # back-to-back kernels are closer: store these rows so that row + kgap is their in-situ slot
-        shift = vllm_kernel_gap_ns() - kernel_gap_ns()
+    # profile.c adds kgap (measured by the microbenchmarks) after every kern row; inside vLLM's graphs
+    # back-to-back kernels are closer: store these rows so that row + kgap is their in-situ slot
+    shift = vllm_kernel_gap_ns() - kernel_gap_ns() if any(p.exists() for p in VLLM_KERNELS) else 0.0
+    # each recording alone, and only for the kernels (name and block shape) those before it lack: profile.c
+    # interpolates over the launch size within a kernel, whose work per block may differ between models
+    shape = ["name", "block_x", "block_y", "block_z"]
+    for path in VLLM_KERNELS + VLLM_EXTRA_KERNELS:
+        if not path.exists():
+            continue
+        v = vllm_kernel_rows([path])
         ns = v[with_held_out | ~v.held_out].groupby(KERN_KEY).dur_ns.median()
-        ns = (ns + shift).where(ns + shift > 0.3 * ns, 0.3 * ns)
-        parts.append(ns.rename("ns").reset_index().assign(source="vllm_kernels_2026-11-30"))
+        ns = (ns + shift).where(ns + shift > 0.3 * ns, 0.3 * ns).rename("ns").reset_index()
+        if parts and path not in VLLM_KERNELS:
+            have = pd.concat(parts)[shape].drop_duplicates()
+            ns = ns.merge(have.assign(_have=1), on=shape, how="left")
+            ns = ns[ns._have.isna()].drop(columns="_have")
+        parts.append(ns.assign(source=path.parent.name))
     if not parts:
         return pd.DataFrame(columns=KERN_KEY + ["ns", "source"])
     t = pd.concat(parts, ignore_index=True)
