@@ -91,6 +91,12 @@ def test_fused_moe_launch_is_timed_as_the_experts_it_touches(tmp_path):
     assert t["after"] == pytest.approx(t["plain"], rel=0.02)                   # one launch takes it
     assert t["mismatch"] == pytest.approx(t["other"] + t["plain"], rel=0.02)   # dropped by another kernel
     assert t["replay"][0] == pytest.approx(t["t1"], rel=0.02) and t["replay"][1] == pytest.approx(t["t1"], rel=0.02)
+    # two of them on two streams of one graph: side by side, each streaming its 4 experts' weights, they share
+    # the memory bandwidth (graph.c): together they take their demands' sum (memory time / own time) x t1
+    from timewarp.predictors import catalog
+    demand = 4 * 2 * (2816 * 2048 + 2048 * 16 + 2816 * 16) / catalog.get("H200").rates["hbm_bytes_per_s"] * 1e6 / t["t1"]
+    assert 0.5 < demand < 1
+    assert t["pair"] == pytest.approx(2 * demand * t["t1"], rel=0.02)
 
 
 def test_graph_branches_on_two_streams_overlap(tmp_path):

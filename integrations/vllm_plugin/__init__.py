@@ -61,7 +61,7 @@ def register() -> None:
         return
     _done = True
     _drop_shadow()
-    from . import flashinfer_sampling, host_results, input_clock, moe_context, step_context
+    from . import flashinfer_sampling, host_results, input_clock, moe_context, step_context, triton_jit
     from ._hooks import after_method
     flashinfer_sampling.install()
     host_results.install()
@@ -70,6 +70,7 @@ def register() -> None:
     native_price.install()     # its tokenizer's Rust, priced by the native pace
     step_context.install()
     moe_context.install()   # fused MoE launches' shapes
+    triton_jit.install()    # Triton kernels first run during inference compile cold
     input_clock.install()   # the EngineCore's input thread
     # EngineCore.__init__ loads the plugins itself, then sizes the KV caches: the first hook that fires there
     after_method("vllm.v1.engine.core", "EngineCore", "_initialize_kv_caches", _warn_parallel,
