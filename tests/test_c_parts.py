@@ -1,5 +1,6 @@
 """The C tests of parts that can run without the rest: the libc time interposers against a stand-in core
 (clock arithmetic, sleeps, timed waits, calls from another library's constructor before init, CPython)."""
+import os
 import pathlib
 import subprocess
 import sys
@@ -117,3 +118,25 @@ def test_graph_branches_on_two_streams_overlap(tmp_path):
     assert t["end_capture"] == 0 and d > 0 and three == pytest.approx(one + 2 * d, rel=0.01)
     # A, then B1 B2 beside C, then D: the time of 4 kernels back to back (5 on one stream)
     assert t["branched"] == pytest.approx(five - d, rel=0.01)
+
+
+def test_inductor_kernel_renumbered_takes_its_fusions_rows(tmp_path):
+    """tests/c/test_inductor_numbering.c: Inductor numbers a graph's kernels in order, so one autotuning choice
+    that differs under emulation renumbers the rest; a kernel whose own name has no rows takes those of the
+    same fusion under another number (same block shape), not another fusion's."""
+    root, lib = pathlib.Path(__file__).parents[1], _lib()
+    exe = tmp_path / "test_inductor_numbering"
+    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_inductor_numbering.c"),
+                    f"-L{lib}", "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True,
+                   capture_output=True, text=True)
+    prof = tmp_path / "profile.tsv"
+    prof.write_text("gpu\tH200\nkgap\t0\nkern\t64\t1\t1\t128\t1\t1\t10000\ttriton_poi_fused_add_2\n")
+    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
+                       timeout=120, cwd=tmp_path, env={**os.environ, "TIMEWARP_PROFILE": str(prof)})
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    import json
+    import pytest
+    t = json.loads(p.stdout.strip().splitlines()[-1])
+    assert t["same"] == pytest.approx(10.0, rel=0.01)
+    assert t["renumbered"] == pytest.approx(10.0, rel=0.01)
+    assert t["other"] < 5   # no row of its fusion: the launch-size estimate

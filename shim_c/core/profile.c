@@ -10,7 +10,8 @@
  *            latency-plus-roofline model (attnmodel), applied to this launch's model time;
  *   nearest  the efficiency (roofline time / measured time) of the three nearest rows in log-shape space,
  *            inverse-distance weighted, applied to this launch's roofline;
- *   sibling  (unannotated kernels) the rows of the same kernel on other element types, same sizes first.
+ *   sibling  (unannotated kernels) the rows of the same kernel on other element types, same sizes first, or
+ *            of an Inductor kernel of the same fusion under another number.
  * Unannotated kernels are keyed by name, grid and block (kern rows), except PyTorch's reductions and norms,
  * whose launch size does not tell their work: those are keyed by the row shape read from their arguments
  * (krow rows: outputs, inputs per output; kernel.c).
@@ -607,7 +608,10 @@ static double kern_interp(const char *name, const tw_op *op, int *layer, double 
 
 /* A kernel's name with every C++ scalar type replaced by its size in bytes ("@1", "@2", ...): kernels that
  * differ only in element type of the same size (FillFunctor<short> and FillFunctor<unsigned short>, an add
- * on float and on int) share it. Longer spellings come first. */
+ * on float and on int) share it. Longer spellings come first. An Inductor kernel's name loses its trailing
+ * number, which counts the kernels of its graph: when one autotuning choice differs under emulation (vLLM's
+ * Qwen1.5-MoE graph pads a GEMM on the real card only, vllm_moe_kernels_2026-12-04), every later kernel
+ * of the graph gets another number, and its rows are found under the real card's. */
 static const struct { const char *type; const char *size; } scalar_types[] = {
     {"unsigned long long", "@8"}, {"unsigned long", "@8"}, {"unsigned int", "@4"}, {"unsigned short", "@2"},
     {"unsigned char", "@1"}, {"signed char", "@1"}, {"long long", "@8"},
@@ -644,6 +648,11 @@ static char *size_signature(const char *name) {
         *o++ = name[i++];
     }
     *o = 0;
+    if (!strncmp(out, "triton_", 7)) {   /* triton_poi_fused_add_3 -> triton_poi_fused_add */
+        char *e = o;
+        while (e > out && e[-1] >= '0' && e[-1] <= '9') e--;
+        if (e < o && e > out + 7 && e[-1] == '_') e[-1] = 0;
+    }
     return out;
 }
 
@@ -669,7 +678,8 @@ static void index_siblings(void) {
     qsort(siblings, nsibling, sizeof *siblings, sibling_cmp);
 }
 
-/* A sibling's time for this launch: the same kernel recorded on element types of the same sizes (the first
+/* A sibling's time for this launch: the same kernel recorded on element types of the same sizes, or the same
+ * Inductor fusion under another number (the first
  * by name whose rows cover the launch, else the first with rows of its block shape; *weak as kern_interp's).
  * Other sizes are not used: at one launch shape a fill of floats and one of bfloat16s differ by 1.45x, and
  * copies or casts between types differ more. 0 when there is none. */

@@ -1,0 +1,56 @@
+/* An Inductor kernel whose graph numbered it differently (triton_poi_fused_add_5 here, _2 in the profile) takes
+ * the profile's rows of the same fusion and block shape (shim_c/core/profile.c, the sibling layer); another
+ * fusion (triton_poi_fused_mul_5) does not. Run under a profile with one kern row (tests/test_c_parts.py);
+ * prints each launch's event-timed duration (us) as JSON. */
+#include <stdio.h>
+
+typedef struct { unsigned x, y, z; } dim3;
+typedef void *cudaStream_t;
+typedef void *cudaEvent_t;
+extern void **__cudaRegisterFatBinary(void *fatCubin);
+extern void __cudaRegisterFatBinaryEnd(void **h);
+extern void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFun, const char *deviceName, int tl,
+                                   void *tid, void *bid, void *bDim, void *gDim, int *wSize);
+extern int cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s);
+extern int cudaStreamCreate(cudaStream_t *s);
+extern int cudaStreamSynchronize(cudaStream_t s);
+extern int cudaEventCreate(cudaEvent_t *e);
+extern int cudaEventRecord(cudaEvent_t e, cudaStream_t s);
+extern int cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
+extern int cudaMalloc(void **p, size_t n);
+extern int cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s);
+
+static void same(void) {}
+static void renumbered(void) {}
+static void other(void) {}
+static struct { int magic, version; const void *data; void *filename; } fatbin = {0x466243b1, 1, NULL, NULL};
+static cudaStream_t s;
+static cudaEvent_t e0, e1;
+static void *buf;
+
+static double timed(void (*f)(void)) {
+    cudaMemsetAsync(buf, 0, 256 << 20, s);   /* the stream backs up: the events time the launch alone */
+    cudaEventRecord(e0, s);
+    cudaLaunchKernel((const void *)f, (dim3){64, 1, 1}, (dim3){128, 1, 1}, NULL, 0, s);
+    cudaEventRecord(e1, s);
+    cudaStreamSynchronize(s);
+    float ms = 0;
+    cudaEventElapsedTime(&ms, e0, e1);
+    return ms * 1e3;
+}
+
+int main(void) {
+    void **h = __cudaRegisterFatBinary(&fatbin);
+    __cudaRegisterFunction(h, (const char *)same, (char *)"triton_poi_fused_add_2", "triton_poi_fused_add_2", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFunction(h, (const char *)renumbered, (char *)"triton_poi_fused_add_5", "triton_poi_fused_add_5", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFunction(h, (const char *)other, (char *)"triton_poi_fused_mul_5", "triton_poi_fused_mul_5", -1, 0, 0, 0, 0, 0);
+    __cudaRegisterFatBinaryEnd(h);
+    cudaStreamCreate(&s);
+    cudaEventCreate(&e0);
+    cudaEventCreate(&e1);
+    if (cudaMalloc(&buf, 256 << 20)) return 1;
+    timed(same); timed(renumbered); timed(other);   /* first launches load the module */
+    double a = timed(same), b = timed(renumbered), c = timed(other);
+    printf("{\"same\": %.4f, \"renumbered\": %.4f, \"other\": %.4f}\n", a, b, c);
+    return 0;
+}
