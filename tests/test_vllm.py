@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from conftest import run_emulated
 
 vllm = pytest.importorskip("vllm", reason="vLLM is not installed (the CI venv installs vllm==0.24.0)")
 REPO = Path(__file__).resolve().parent.parent
@@ -191,3 +192,42 @@ def test_tensor_parallel_2_serves_with_plausible_latency(tmp_path):
     assert len(secs) == 3, r.stdout[-2000:]
     assert all(0.05 < s < 1.0 for s in secs), secs
     assert "tensor/pipeline parallelism (TP=2, PP=1) runs" in log.read_text()
+
+
+TRITON_COMPILE = """
+import json, sys, time, types
+import torch, triton, triton.language as tl
+if sys.argv[1] == "inference":    # vLLM's jit_monitor, as it is once a worker's warm-up is over
+    mon = types.ModuleType("vllm.triton_utils.jit_monitor")
+    mon.is_active = lambda: True
+    sys.modules["vllm.triton_utils.jit_monitor"] = mon
+from timewarp.integrations.vllm_plugin import triton_jit
+triton_jit.install()
+
+@triton.jit
+def scale(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = i < n
+    tl.store(y_ptr + i, tl.exp(tl.load(x_ptr + i, mask=m)) * 2.0, mask=m)
+
+x = torch.empty(1 << 16, device="cuda"); y = torch.empty_like(x)
+scale[(1,)](x, y, x.numel(), BLOCK=1024)         # the first compile in a process: Triton's own start-up
+t0 = time.monotonic()
+scale[(1,)](x, y, x.numel(), BLOCK=512)
+print(json.dumps({"s": time.monotonic() - t0}))
+"""
+
+
+def test_a_triton_kernel_first_compiled_during_inference_costs_a_cold_compile(tmp_path):
+    """integrations/vllm_plugin/triton_jit.py: on a fresh host, a Triton kernel that vLLM first runs after its
+    warm-up compiles while the engine waits (1.1-1.6 s for a fused-MoE config on the H200's host). This
+    machine's Triton cache would make it a cache load: during inference the compile ignores the cache and
+    costs its CPU time, as on the real host; before (warm-up), a cache hit stays one."""
+    env = {"TRITON_CACHE_DIR": str(tmp_path / "triton")}
+    first = run_emulated(TRITON_COMPILE, args=("warmup",), env=env)           # fills the cache
+    hit = run_emulated(TRITON_COMPILE, args=("warmup",), env=env)
+    cold = run_emulated(TRITON_COMPILE, args=("inference",), env=env)
+    for r in (first, hit, cold):
+        assert r.rc == 0, r.stderr[-3000:]
+    assert hit.result["s"] < 0.3 * first.result["s"]                         # the cache hides the compile
+    assert cold.result["s"] > 0.5 * first.result["s"] and cold.result["s"] > 3 * hit.result["s"]
