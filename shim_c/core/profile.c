@@ -48,6 +48,8 @@ static double attn_model[3];  /* attnmodel: t0_ns flop_s byte_s (attention's lat
 static int have_attn_model;
 static double moe_model[3];   /* moemodel: t0_ns eff_memory eff_compute (vLLM's fused MoE kernel; moe.c) */
 static int have_moe_model;
+static double align_model[3];  /* gemmalign: t0_ns eff_memory eff_compute (cuBLAS on rows off 16-byte boundaries) */
+static int have_align_model;
 static int have_attn_step;
 static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
@@ -158,6 +160,10 @@ static void load_rows(void) {
                 attn_model[1] > 0 && attn_model[2] > 0)
                 have_attn_model = 1;
             else bad++;
+        } else if (!strcmp(fam, "gemmalign")) {
+            if (sscanf(line, "%*s %lf %lf %lf", &align_model[0], &align_model[1], &align_model[2]) == 3 &&
+                align_model[1] > 0 && align_model[2] > 0)
+                have_align_model = 1;
         } else if (!strcmp(fam, "moemodel")) {
             if (sscanf(line, "%*s %lf %lf %lf", &moe_model[0], &moe_model[1], &moe_model[2]) == 3 &&
                 moe_model[1] > 0 && moe_model[2] > 0)
@@ -728,6 +734,38 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
     return transfer(spec, op, (ns + kgap_ns) * 1e-9);
 }
 
+/* cuBLAS's own GEMM whose operand or output rows do not start on 16-byte boundaries (a leading dimension
+ * that is no multiple of 8 bf16 elements: 60 experts, a 4092-wide projection) runs kernels 2-4x slower than
+ * its aligned neighbour from a few hundred tokens up (predictors/data/h200/gemm_align_2026-12-04); one token
+ * takes the GEMV path either way. Rows measured at the shape itself already have it. */
+static int misaligned(const tw_op *op) {
+    const tw_annotation *a = &op->ann;
+    if (a->u.gemm.source != TW_GEMM_BLAS || a->u.gemm.n <= 1) return 0;
+    int t = a->u.gemm.a_type;
+    int64_t eb = t == 0 ? 4 : (t == 2 || t == 14) ? 2 : (t == 28 || t == 29 || t == 3 || t == 8) ? 1 : 0;
+    if (!eb) return 0;
+    int64_t lda = a->u.gemm.trans_a ? a->u.gemm.k : a->u.gemm.m, ldb = a->u.gemm.trans_b ? a->u.gemm.n : a->u.gemm.k;
+    return (lda * eb) % 16 || (ldb * eb) % 16 || (a->u.gemm.m * eb) % 16;
+}
+
+/* The fitted floor of such a launch (fit_gemm_align.py): t0 + max(bytes / (eff_m bw), flops / (eff_c peak)). */
+static double misaligned_floor(const tw_gpu_spec *spec, const tw_op *op) {
+    double tc, tm;
+    if (!have_align_model || !tw_annotated_times(spec, op, &tc, &tm)) return 0;
+    tm /= align_model[1];
+    tc /= align_model[2];
+    return align_model[0] * 1e-9 + (tm > tc ? tm : tc);
+}
+
+static double blas_gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
+    double s = gemm_predict(spec, op, layer);
+    if (s > 0 && (*layer & ~TW_LAYER_SUSTAINED) != TW_LAYER_EXACT && misaligned(op)) {
+        double f = misaligned_floor(spec, op);
+        if (f > s) s = f;
+    }
+    return s;
+}
+
 double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     pthread_once(&once, load);
     int dummy;
@@ -748,7 +786,7 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     }
     pthread_mutex_unlock(&cache_lock);
     tw_charge_pause();   /* a miss is the emulator's work: the real launch path does not pay it */
-    double s = gemm ? gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer)
+    double s = gemm ? blas_gemm_predict(spec, op, layer) : attn ? attn_predict(spec, op, layer)
              : copy ? copy_predict(spec, op, layer) : kern_predict(spec, op, layer);
     tw_charge_resume();
     if (s <= 0) { s = 0; *layer = TW_LAYER_ROOFLINE; }
