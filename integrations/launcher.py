@@ -118,6 +118,30 @@ def _prepend_path_list(value: str, existing: str | None) -> str:
     return ":".join([value, *rest])
 
 
+def compile_cache_env(base: Mapping[str, str], lib: Path, profile: str) -> dict[str, str]:
+    """Caches of compiled graphs keyed by the emulator that chose them. Inductor picks among its options by
+    benchmarking them (pad_mm pads a GEMM if the padded one runs faster; Triton kernels' configs), and under
+    emulation the benchmarks are the predictor's: a vLLM compile cache filled by another profile or core keeps
+    that one's choices (a Qwen1.5-MoE graph compiled before misaligned GEMMs were slowed lacks the pad kernel
+    the real card's has, and every later kernel is numbered otherwise). vLLM's and Inductor's caches go under
+    ~/.cache/timewarp/<hash of the core library and the profile>, unless the user names them."""
+    out = {}
+    if base.get("VLLM_CACHE_ROOT") and base.get("TORCHINDUCTOR_CACHE_DIR"):
+        return out
+    h = hashlib.sha1()
+    for f in (lib / CORE, Path(profile)):
+        try:
+            h.update(f.read_bytes())
+        except OSError:
+            h.update(str(f).encode())
+    root = Path(base.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "timewarp" / h.hexdigest()[:12]
+    if not base.get("VLLM_CACHE_ROOT"):
+        out["VLLM_CACHE_ROOT"] = str(root / "vllm")
+    if not base.get("TORCHINDUCTOR_CACHE_DIR"):
+        out["TORCHINDUCTOR_CACHE_DIR"] = str(root / "inductor")
+    return out
+
+
 def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None = None,
                  trace: str | os.PathLike | None = None, strict: bool = False,
                  base_env: Mapping[str, str] | None = None, lib: Path | None = None) -> dict[str, str]:
@@ -139,6 +163,7 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         # timewarp/_site/sitecustomize.py: host-visible results of small PyTorch ops (integrations/torch_shadow.py)
         "PYTHONPATH": _prepend_path_list(str(lib.parent / "_site"), base.get("PYTHONPATH")),
     }
+    env.update(compile_cache_env(base, lib, env["TIMEWARP_PROFILE"]))
     if report is not None:
         env["TIMEWARP_REPORT"] = os.path.abspath(report)
     if trace is not None:
