@@ -5,11 +5,11 @@ kernels.parquet, e.g. data/h200/vllm_kernels_2026-11-30) and an emulated Chrome 
 (`timewarp run --trace FILE -- python vllm_workload.py --model ...`, the full phases, as in vllm_gemm_rows.py's
 docstring).
 
-Steps are segmented and aligned as vllm_gemm_rows.py does (its functions are reused): a step starts at Inductor's
-fused embedding + RMSNorm kernel (STEP_KERNEL) and runs to the next one; the two step sequences are aligned on
-the signature (embedding grid_x, GEMM count) with difflib's matching blocks, which drops the emulated trace's
-engine-start / warm-up steps. The case of a step is the innermost 'phase:NAME|B=..|in=..|out=..' label of the
-real step kernel ('|rep=..' dropped). The last step of each run (no next step) is not compared.
+Steps: a step starts at Inductor's fused embedding + RMSNorm kernel (is_step_kernel: its name grows with fp8
+quantisation fused in) and runs to the next one; the two step sequences are aligned on their token counts
+(the step kernel's grid_x) with difflib's matching blocks, which drops the emulated trace's engine-start /
+warm-up steps. The case of a step is the innermost 'phase:NAME|B=..|in=..|out=..' label of the real step
+kernel ('|rep=..' dropped). The last step of each run (no next step) is not compared.
 
 Per matched step:
   sum   GPU time: the sum of the durations of every GPU activity (kernels, memcpy, memset; all streams) that
@@ -22,9 +22,11 @@ Regime of a step: in phases decode and decode_ctx, 'dec' when its token count (t
 the padded batch) is <= the case's B (uniform decode batches, FULL CUDA-graph replays) and 'pf' otherwise (the
 case's prefill / chunked-prefill steps); 'pf' in phase prefill, 'mix' in phase mixed.
 
-Kernel families (by name; demangled in the recording, mangled in the trace, matched by substring):
-  GEMM      cuBLAS: nvjet_* and splitKreduce_kernel (real), cublas::gemm events / args.gemm (emulated; one event
-            per cuBLAS call whose dur is the profile's per-call slot, i.e. device launch gaps included)
+Kernel families (by name, the trace's demangled as kineto does; matched by substring):
+  GEMM      cuBLAS (nvjet_*, splitKreduce_kernel, gemv and dot kernels), vLLM's CUTLASS scaled_mm (real);
+            cublas::gemm events / args.gemm (emulated; one event per cuBLAS call whose dur is the profile's
+            per-call slot, i.e. device launch gaps included)
+  MoE       vLLM's fused_moe_kernel and its routing kernels (vllm::moe::...)
   FA3       FlashAttnFwdSm90 (main); FA3comb: FlashAttnFwdCombine
   Triton    Inductor's triton_* kernels and vLLM's own Triton kernels (_xxx_kernel: slot mappings, sampling, ...)
   other     everything else: reshape_and_cache_flash, FA3's prepare_varlen_num_blocks, aten kernels, memcpy,
@@ -35,7 +37,8 @@ contributions add up to the step's mean error), plus the real / emulated activit
 span - sum (device idle inside the step; negative where activities overlap on two streams) and the mean span,
 both without the case's last step.
 
-    python predictors/compare_vllm_steps.py [RECORDING_DIR] [EMULATED_TRACE] [--csv PER_STEP_CSV]
+    python -m timewarp.predictors.compare_vllm_steps [RECORDING_DIR] [EMULATED_TRACE] [--csv PER_STEP_CSV]
+        [--kernels N]    # per representative case, the N kernels whose time per step differs most
 """
 from __future__ import annotations
 
