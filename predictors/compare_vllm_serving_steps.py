@@ -32,10 +32,11 @@ def real_activity(path: pathlib.Path):
     acts = []
     with gzip.open(path, "rt") as f:
         for r in csv.DictReader(f):
-            is_step = r["cat"] == "kernel" and r["name"] == cs.vg.STEP_KERNEL
+            is_step = r["cat"] == "kernel" and cs.is_step_kernel(r["name"])
             gx = int(r["grid"].split("x")[0]) if is_step and r["grid"] else 0
-            acts.append((float(r["ts_us"]) * 1e3, float(r["dur_us"]) * 1e3,
-                         cs.family(r["name"]) if r["cat"] == "kernel" else "other", is_step, gx))
+            fam = cs.family(r["name"]) if r["cat"] == "kernel" else "other"
+            acts.append((float(r["ts_us"]) * 1e3, float(r["dur_us"]) * 1e3, fam, is_step, gx,
+                         cs.kernel_key(r["name"], fam, "kernel" if r["cat"] == "kernel" else r["cat"])))
     acts.sort(key=lambda a: a[0])
     return cs._segment(acts)
 
