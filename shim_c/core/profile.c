@@ -95,6 +95,11 @@ static char *rest_of_line(char *s) {
     return *s ? strdup(s) : NULL;
 }
 
+/* A fitted model's row: "<family> t0_ns <rate or efficiency> <rate or efficiency>", both positive. */
+static int model_row(const char *line, double c[3]) {
+    return sscanf(line, "%*s %lf %lf %lf", &c[0], &c[1], &c[2]) == 3 && c[1] > 0 && c[2] > 0;
+}
+
 static void load_rows(void) {
     const char *path = getenv("TIMEWARP_PROFILE");
     if (!path || !*path) return;
@@ -156,18 +161,12 @@ static void load_rows(void) {
                 have_attn_step = 1;
             else bad++;
         } else if (!strcmp(fam, "attnmodel")) {
-            if (sscanf(line, "%*s %lf %lf %lf", &attn_model[0], &attn_model[1], &attn_model[2]) == 3 &&
-                attn_model[1] > 0 && attn_model[2] > 0)
-                have_attn_model = 1;
+            if (model_row(line, attn_model)) have_attn_model = 1;
             else bad++;
         } else if (!strcmp(fam, "gemmalign")) {
-            if (sscanf(line, "%*s %lf %lf %lf", &align_model[0], &align_model[1], &align_model[2]) == 3 &&
-                align_model[1] > 0 && align_model[2] > 0)
-                have_align_model = 1;
+            if (model_row(line, align_model)) have_align_model = 1;
         } else if (!strcmp(fam, "moemodel")) {
-            if (sscanf(line, "%*s %lf %lf %lf", &moe_model[0], &moe_model[1], &moe_model[2]) == 3 &&
-                moe_model[1] > 0 && moe_model[2] > 0)
-                have_moe_model = 1;
+            if (model_row(line, moe_model)) have_moe_model = 1;
             else bad++;
         } else if (!strcmp(fam, "kgap")) {
             if (sscanf(line, "%*s %lf", &kgap_ns) != 1) bad++;
@@ -279,16 +278,22 @@ static int gemm_row_type(const tw_annotation *a) {
     return a->u.gemm.a_type == 0 && a->u.gemm.compute_type == 77 ? 77 : a->u.gemm.a_type;
 }
 
+/* An annotated launch's time by a fitted row c: t0 + max(memory time / eff_m, compute time / eff_c), at the
+ * target's rates; 0 without the annotation's times. */
+static double fitted_roofline(const double c[3], const tw_gpu_spec *spec, const tw_op *op) {
+    double tc, tm;
+    if (!tw_annotated_times(spec, op, &tc, &tm)) return 0;
+    tm /= c[1];
+    tc /= c[2];
+    return c[0] * 1e-9 + (tm > tc ? tm : tc);
+}
+
 /* A fused MoE launch (moe.c): the fitted model over the batched GEMM's bytes and FLOPs at the target's rates,
  * 0 without the row. */
 static double moe_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
-    if (!have_moe_model) return 0;
-    double t_compute, t_memory;
-    if (!tw_annotated_times(spec, op, &t_compute, &t_memory)) return 0;
-    t_memory /= moe_model[1];
-    t_compute /= moe_model[2];
-    *layer = TW_LAYER_STEP;
-    return moe_model[0] * 1e-9 + (t_memory > t_compute ? t_memory : t_compute);
+    double s = have_moe_model ? fitted_roofline(moe_model, spec, op) : 0;
+    if (s > 0) *layer = TW_LAYER_STEP;
+    return s;
 }
 
 static double gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
@@ -748,19 +753,11 @@ static int misaligned(const tw_op *op) {
     return (lda * eb) % 16 || (ldb * eb) % 16 || (a->u.gemm.m * eb) % 16;
 }
 
-/* The fitted floor of such a launch (fit_gemm_align.py): t0 + max(bytes / (eff_m bw), flops / (eff_c peak)). */
-static double misaligned_floor(const tw_gpu_spec *spec, const tw_op *op) {
-    double tc, tm;
-    if (!have_align_model || !tw_annotated_times(spec, op, &tc, &tm)) return 0;
-    tm /= align_model[1];
-    tc /= align_model[2];
-    return align_model[0] * 1e-9 + (tm > tc ? tm : tc);
-}
-
 static double blas_gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     double s = gemm_predict(spec, op, layer);
-    if (s > 0 && (*layer & ~TW_LAYER_SUSTAINED) != TW_LAYER_EXACT && misaligned(op)) {
-        double f = misaligned_floor(spec, op);
+    /* then the fitted floor (fit_gemm_align.py): t0 + max(bytes / (eff_m bw), flops / (eff_c peak)) */
+    if (s > 0 && have_align_model && (*layer & ~TW_LAYER_SUSTAINED) != TW_LAYER_EXACT && misaligned(op)) {
+        double f = fitted_roofline(align_model, spec, op);
         if (f > s) s = f;
     }
     return s;
