@@ -366,7 +366,7 @@ static tw_err exec_fill(tw_graph_exec *x, tw_graph *g) {
         if (tw_step_dependent(op)) { t.stepnodes[ns++] = i; op->duration = 0; }
         if (!op->duration && op->kind != TW_OP_EVENT_RECORD && op->kind != TW_OP_EVENT_WAIT)
             op->duration = tw_predict_ex(g->dev, op, &op->layer);
-        t.demand[i] = bandwidth_demand(g->dev, op);
+        t.demand[i] = t.nlanes > 1 ? bandwidth_demand(g->dev, op) : 0;   /* read by lay_out_lanes only */
         if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_COLLECTIVE) kernels++;
         if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET || op->kind == TW_OP_HOST_FUNC) t.effects[ne++] = i;
     }
@@ -449,7 +449,7 @@ static void refresh_step_nodes(tw_graph_exec *x) {
         uint64_t d = tw_predict_ex(x->dev, op, &op->layer);
         changed |= d != op->duration;
         op->duration = d;
-        x->demand[x->stepnodes[j]] = bandwidth_demand(x->dev, op);
+        if (x->nlanes > 1) x->demand[x->stepnodes[j]] = bandwidth_demand(x->dev, op);
     }
     if (changed) lay_out(x);
 }
