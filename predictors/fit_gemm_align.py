@@ -20,6 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
+from .fit_moe import grid_fit, model
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data" / "h200" / "gemm_align_2026-12-04" / "gemm_align.csv"
 FIT = ((4092, 4096), (2052, 2048))
@@ -37,27 +39,10 @@ def rows(path: Path = DATA):
     return out
 
 
-def predict(coef, b, f):
-    from .fit_attention import rates
-    peak, bw = rates("H200")
-    t0, em, ec = coef
-    return t0 + np.maximum(b / (em * bw), f / (ec * peak))
-
-
 def fit(rs) -> tuple[float, float, float]:
-    from .fit_attention import rates
-    peak, bw = rates("H200")
-    b = np.array([r[3] for r in rs]); f = np.array([r[4] for r in rs]); y = np.array([r[5] for r in rs])
-    effs = np.arange(0.05, 1.0001, 0.005)
-    tm, tc = b[None, :] / (effs[:, None] * bw), f[None, :] / (effs[:, None] * peak)
-    best = (np.inf, None)
-    for t0 in np.arange(0, 5.01e-6, 0.1e-6):   # at most an aligned launch's floor: the rest is work
-        t = t0 + np.maximum(tm[:, None, :], tc[None, :, :])
-        loss = (np.log(t / y) ** 2).sum(-1)
-        i = np.unravel_index(np.argmin(loss), loss.shape)
-        if loss[i] < best[0]:
-            best = (loss[i], (float(t0), float(effs[i[0]]), float(effs[i[1]])))
-    return best[1]
+    """fit_moe.grid_fit: t0 at most an aligned launch's floor (5 us: the rest is work), the efficiencies by
+    0.005 from 0.05 to 1."""
+    return grid_fit([r[3] for r in rs], [r[4] for r in rs], [r[5] for r in rs], 5e-6, np.arange(0.05, 1.0001, 0.005))
 
 
 def profile_row(path: Path = DATA) -> str:
@@ -72,7 +57,7 @@ def main() -> None:
     print("| N | K | split | launches | median abs err | worst |\n|---|---|---|---|---|---|")
     for shape in FIT + HELD_OUT:
         sel = [r for r in rs if (r[0], r[1]) == shape]
-        err = [float(predict(coef, r[3], r[4]) / r[5] - 1) for r in sel]
+        err = [float(model(coef, r[3], r[4]) / r[5] - 1) for r in sel]
         worst = max(zip(err, sel), key=lambda e: abs(e[0]))
         print(f"| {shape[0]} | {shape[1]} | {'fit' if shape in FIT else 'held-out'} | {len(sel)} | "
               f"{np.median(np.abs(err)) * 100:.1f}% | {worst[0] * 100:+.1f}% ({worst[1][2]} tokens) |")

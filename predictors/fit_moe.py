@@ -82,27 +82,35 @@ def _rates() -> tuple[float, float]:
 
 
 def model(coef, b, f):
+    """t0 + max(bytes / (eff_m * bw), flops / (eff_c * peak)) at the catalog's H200 rates (profile.c's
+    fitted_roofline); fit_gemm_align.py's floor has the same form."""
     t0, em, ec = coef
     peak, bw = _rates()
     return t0 + np.maximum(b / (em * bw), f / (ec * peak))
 
 
-def fit(rows) -> tuple[float, float, float]:
-    """Least squares of log(predicted / measured) over a grid (t0 by 0.1 us up to 20 us, the efficiencies by
-    0.005 from 0.1 to 1.2 of the catalog's rates, which are measured, not peaks): three coefficients, a few dozen launches, no optimiser needed."""
-    b = np.array([r[3] for r in rows]); f = np.array([r[4] for r in rows]); y = np.array([r[5] for r in rows])
+def grid_fit(b, f, y, t0_max: float, effs) -> tuple[float, float, float]:
+    """(t0, eff_m, eff_c) of model() minimising the squared log error against the measured times y, on a grid:
+    t0 by 0.1 us up to t0_max, both efficiencies over effs (of the catalog's rates, which are measured, not
+    peaks): three coefficients, a few dozen launches, no optimiser needed."""
     peak, bw = _rates()
-    effs = np.arange(0.1, 1.2001, 0.005)
+    b, f, y, effs = np.asarray(b), np.asarray(f), np.asarray(y), np.asarray(effs)
     tm = b[None, :] / (effs[:, None] * bw)        # [eff, launch]
     tc = f[None, :] / (effs[:, None] * peak)
     best = (np.inf, None)
-    for t0 in np.arange(0, 20.01e-6, 0.1e-6):
+    for t0 in np.arange(0, t0_max + 0.01e-6, 0.1e-6):
         t = t0 + np.maximum(tm[:, None, :], tc[None, :, :])          # [eff_m, eff_c, launch]
         loss = (np.log(t / y) ** 2).sum(-1)
         i = np.unravel_index(np.argmin(loss), loss.shape)
         if loss[i] < best[0]:
             best = (loss[i], (float(t0), float(effs[i[0]]), float(effs[i[1]])))
     return best[1]
+
+
+def fit(rows) -> tuple[float, float, float]:
+    """grid_fit over the launches: t0 up to 20 us, the efficiencies by 0.005 from 0.1 to 1.2."""
+    return grid_fit([r[3] for r in rows], [r[4] for r in rows], [r[5] for r in rows], 20e-6,
+                    np.arange(0.1, 1.2001, 0.005))
 
 
 def report(rows, coef) -> list[str]:
