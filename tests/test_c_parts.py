@@ -1,9 +1,12 @@
 """The C tests of parts that can run without the rest: the libc time interposers against a stand-in core
 (clock arithmetic, sleeps, timed waits, calls from another library's constructor before init, CPython)."""
+import json
 import os
 import pathlib
 import subprocess
 import sys
+
+import pytest
 
 
 def test_libc_interposers(tmp_path):
@@ -16,6 +19,24 @@ def test_libc_interposers(tmp_path):
 def _lib():
     import importlib.resources
     return pathlib.Path(str(importlib.resources.files("timewarp") / "_lib"))
+
+
+def _run_c_test(tmp_path, name: str, *run_args: str, env=None) -> str:
+    """tests/c/<name>.c built against the installed fake libcudart and libtimewarp, run under `timewarp run`
+    (run_args before its `--`): its stdout, once it has exited 0."""
+    root, lib = pathlib.Path(__file__).parents[1], _lib()
+    exe = tmp_path / name
+    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c" / f"{name}.c"), f"-L{lib}",
+                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True,
+                   text=True)
+    p = subprocess.run([sys.executable, "-m", "timewarp", "run", *run_args, "--", str(exe)], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    return p.stdout
+
+
+def _json_result(stdout: str) -> dict:
+    return json.loads(stdout.strip().splitlines()[-1])
 
 
 def test_cublas_front_end(tmp_path):
@@ -44,15 +65,10 @@ def test_cudnn_backend_against_a_mock_core(tmp_path):
 def test_full_graph_replays_attention_at_the_step_context(tmp_path):
     """tests/c/test_step_graph.c: a captured attention node is re-timed from the step context at each replay,
     and the nodes after it move with it."""
-    root, lib = pathlib.Path(__file__).parents[1], _lib()
-    exe = tmp_path / "test_step_graph"
-    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_step_graph.c"), f"-L{lib}",
-                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True, text=True)
     # under the run's time keeper: a synchronize then waits for the host function (without one the fake
     # runs callbacks on a private clock, unsynchronised)
-    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
-    assert p.returncode == 0 and "ALL OK" in p.stdout, p.stdout[-3000:] + p.stderr[-3000:]
+    out = _run_c_test(tmp_path, "test_step_graph")
+    assert "ALL OK" in out, out[-3000:]
 
 
 def _moe_expected_us(tokens: int, block_m: int, e=60, top_k=4, n=2816, k=2048) -> float:
@@ -74,16 +90,7 @@ def test_fused_moe_launch_is_timed_as_the_experts_it_touches(tmp_path):
     """tests/c/test_moe_launch.c: vLLM's binding announces a fused MoE launch's shape (tw_moe_next); the next
     fused_moe_kernel launch, and only it, takes the moemodel time of the experts the batch touches, also
     when captured in a CUDA graph. The grid is the same in every launch: the time comes from the shape."""
-    root, lib = pathlib.Path(__file__).parents[1], _lib()
-    exe = tmp_path / "test_moe_launch"
-    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_moe_launch.c"), f"-L{lib}",
-                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True, text=True)
-    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--gpu", "H200", "--", str(exe)], capture_output=True,
-                       text=True, timeout=120, cwd=tmp_path)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    import json
-    import pytest
-    t = json.loads(p.stdout.strip().splitlines()[-1])
+    t = _json_result(_run_c_test(tmp_path, "test_moe_launch", "--gpu", "H200"))
     assert t["t1"] == pytest.approx(_moe_expected_us(1, 16), rel=0.02)       # 4 experts' weights read once
     assert t["t2"] == pytest.approx(_moe_expected_us(2, 16), rel=0.02)       # ~7.7 of them
     assert t["t4096"] == pytest.approx(_moe_expected_us(4096, 64), rel=0.02)  # all 60, compute-bound
@@ -103,16 +110,7 @@ def test_fused_moe_launch_is_timed_as_the_experts_it_touches(tmp_path):
 def test_graph_branches_on_two_streams_overlap(tmp_path):
     """tests/c/test_graph_branches.c: a graph captured over two streams (fork and join by events) replays its
     branches side by side, as vLLM's MoE decode graphs run the shared experts beside the routed ones."""
-    root, lib = pathlib.Path(__file__).parents[1], _lib()
-    exe = tmp_path / "test_graph_branches"
-    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_graph_branches.c"), f"-L{lib}",
-                    "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True, capture_output=True, text=True)
-    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path)
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    import json
-    import pytest
-    t = json.loads(p.stdout.strip().splitlines()[-1])
+    t = _json_result(_run_c_test(tmp_path, "test_graph_branches"))
     one, three, five = t["serial"]
     d = (five - one) / 4                       # one kernel's time in a replay
     assert t["end_capture"] == 0 and d > 0 and three == pytest.approx(one + 2 * d, rel=0.01)
@@ -124,19 +122,9 @@ def test_inductor_kernel_renumbered_takes_its_fusions_rows(tmp_path):
     """tests/c/test_inductor_numbering.c: Inductor numbers a graph's kernels in order, so one autotuning choice
     that differs under emulation renumbers the rest; a kernel whose own name has no rows takes those of the
     same fusion under another number (same block shape), not another fusion's."""
-    root, lib = pathlib.Path(__file__).parents[1], _lib()
-    exe = tmp_path / "test_inductor_numbering"
-    subprocess.run(["gcc", "-std=gnu11", "-O1", "-o", str(exe), str(root / "tests/c/test_inductor_numbering.c"),
-                    f"-L{lib}", "-l:libcudart.so.13", "-l:libtimewarp.so", f"-Wl,-rpath,{lib}"], check=True,
-                   capture_output=True, text=True)
     prof = tmp_path / "profile.tsv"
     prof.write_text("gpu\tH200\nkgap\t0\nkern\t64\t1\t1\t128\t1\t1\t10000\ttriton_poi_fused_add_2\n")
-    p = subprocess.run([sys.executable, "-m", "timewarp", "run", "--", str(exe)], capture_output=True, text=True,
-                       timeout=120, cwd=tmp_path, env={**os.environ, "TIMEWARP_PROFILE": str(prof)})
-    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
-    import json
-    import pytest
-    t = json.loads(p.stdout.strip().splitlines()[-1])
+    t = _json_result(_run_c_test(tmp_path, "test_inductor_numbering", env={**os.environ, "TIMEWARP_PROFILE": str(prof)}))
     assert t["same"] == pytest.approx(10.0, rel=0.01)
     assert t["renumbered"] == pytest.approx(10.0, rel=0.01)
     assert t["other"] < 5   # no row of its fusion: the launch-size estimate

@@ -10,12 +10,11 @@ from conftest import run_emulated
 
 PROFILE = pathlib.Path(__file__).parents[1] / "predictors/data/h200/profile.tsv"
 
-PROG = """
+# a program's helper: us per F.linear(x, w), from a CUDA graph of 10 replayed twice back to back
+LINEAR_US = """
 import json, sys, torch, torch.nn.functional as F
-out = {}
-w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
-for m in (1024, 1536):          # 1024 was measured; 1536 never was
-    x = torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16)
+
+def linear_us(x, w):
     F.linear(x, w)
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
@@ -26,7 +25,14 @@ for m in (1024, 1536):          # 1024 was measured; 1536 never was
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     g.replay(); e0.record(); g.replay(); e1.record()   # the second replay starts when the first ends
     torch.cuda.synchronize()
-    out[m] = e0.elapsed_time(e1) * 1e3 / 10   # us per GEMM
+    return e0.elapsed_time(e1) * 1e3 / 10
+"""
+
+PROG = LINEAR_US + """
+out = {}
+w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+for m in (1024, 1536):          # 1024 was measured; 1536 never was
+    out[m] = linear_us(torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16), w)
 print(json.dumps(out))
 """
 
@@ -538,24 +544,12 @@ def test_a_model_held_out_of_the_fit_gets_its_linear_layers_from_other_models_ro
         assert held.result[key] != pytest.approx(us, rel=1e-4), key
 
 
-MISALIGNED = """
-import json, torch, torch.nn.functional as F
+MISALIGNED = LINEAR_US + """
 out = {}
 for n in (4092, 4096):
     w = torch.randn(n, 4096, device="cuda", dtype=torch.bfloat16)
     for m in (1, 4096):
-        x = torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16)
-        F.linear(x, w)
-        g = torch.cuda.CUDAGraph()
-        s = torch.cuda.Stream()
-        with torch.cuda.stream(s):
-            with torch.cuda.graph(g):
-                for _ in range(10):
-                    F.linear(x, w)
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        g.replay(); e0.record(); g.replay(); e1.record()
-        torch.cuda.synchronize()
-        out[f"{n}x{m}"] = e0.elapsed_time(e1) * 1e3 / 10
+        out[f"{n}x{m}"] = linear_us(torch.randn(m, 4096, device="cuda", dtype=torch.bfloat16), w)
 print(json.dumps(out))
 """
 

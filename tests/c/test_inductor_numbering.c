@@ -4,26 +4,11 @@
  * prints each launch's event-timed duration (us) as JSON. */
 #include <stdio.h>
 
-typedef struct { unsigned x, y, z; } dim3;
-typedef void *cudaStream_t;
-typedef void *cudaEvent_t;
-extern void **__cudaRegisterFatBinary(void *fatCubin);
-extern void __cudaRegisterFatBinaryEnd(void **h);
-extern void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFun, const char *deviceName, int tl,
-                                   void *tid, void *bid, void *bDim, void *gDim, int *wSize);
-extern int cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s);
-extern int cudaStreamCreate(cudaStream_t *s);
-extern int cudaStreamSynchronize(cudaStream_t s);
-extern int cudaEventCreate(cudaEvent_t *e);
-extern int cudaEventRecord(cudaEvent_t e, cudaStream_t s);
-extern int cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
-extern int cudaMalloc(void **p, size_t n);
-extern int cudaMemsetAsync(void *p, int v, size_t n, cudaStream_t s);
+#include "fake_cuda.h"
 
 static void same(void) {}
 static void renumbered(void) {}
 static void other(void) {}
-static struct { int magic, version; const void *data; void *filename; } fatbin = {0x466243b1, 1, NULL, NULL};
 static cudaStream_t s;
 static cudaEvent_t e0, e1;
 static void *buf;

@@ -2,33 +2,14 @@
  * of a kernel named fused_moe_kernel on that thread is timed as the batched GEMM over the experts the batch
  * touches. Prints each launch's event-timed duration (us) as JSON; tests/test_c_parts.py checks them against
  * the moemodel row. Each measured launch queues behind a long one, so its events time the kernel alone. */
-#include <stdint.h>
 #include <stdio.h>
 
-typedef struct { unsigned x, y, z; } dim3;
-typedef void *cudaStream_t;
-typedef void *cudaEvent_t;
-extern void **__cudaRegisterFatBinary(void *fatCubin);
-extern void __cudaRegisterFatBinaryEnd(void **h);
-extern void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFun, const char *deviceName, int tl,
-                                   void *tid, void *bid, void *bDim, void *gDim, int *wSize);
-extern int cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s);
-extern int cudaStreamCreate(cudaStream_t *s);
-extern int cudaStreamSynchronize(cudaStream_t s);
-extern int cudaStreamBeginCapture(cudaStream_t s, int mode);
-extern int cudaStreamEndCapture(cudaStream_t s, void **graph);
-extern int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags);
-extern int cudaGraphLaunch(void *exec, cudaStream_t s);
-extern int cudaEventCreate(cudaEvent_t *e);
-extern int cudaEventRecord(cudaEvent_t e, cudaStream_t s);
-extern int cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
-extern int cudaStreamWaitEvent(cudaStream_t s, cudaEvent_t e, unsigned flags);
+#include "fake_cuda.h"
 extern void tw_moe_next(const char *kernel_prefix, int64_t tokens, int top_k, int experts, int64_t n, int64_t k,
                         int block_m, int w_type, int act_type);
 
 static void moe_stub(void) {}
 static void other_stub(void) {}
-static struct { int magic, version; const void *data; void *filename; } fatbin = {0x466243b1, 1, NULL, NULL};
 
 enum { BF16 = 14, E = 60, TOP_K = 4, N = 2816, K = 2048 };
 static cudaStream_t s;

@@ -2,32 +2,13 @@
  * after the context changed must last the attention's new time, and a node after the attention (here a
  * host function) must run when the attention has ended, not at the offset it had at instantiation.
  * Built and run by tests/test_c_parts.py against the installed fake libcudart and libtimewarp. */
-#include <stdint.h>
 #include <stdio.h>
 #include <time.h>
 
-typedef struct { unsigned x, y, z; } dim3;
-typedef void *cudaStream_t;
-typedef void *cudaEvent_t;
-extern void **__cudaRegisterFatBinary(void *fatCubin);
-extern void __cudaRegisterFatBinaryEnd(void **h);
-extern void __cudaRegisterFunction(void **h, const char *hostFun, char *deviceFun, const char *deviceName, int tl,
-                                   void *tid, void *bid, void *bDim, void *gDim, int *wSize);
-extern int cudaLaunchKernel(const void *func, dim3 g, dim3 b, void **args, size_t shmem, cudaStream_t s);
-extern int cudaStreamCreate(cudaStream_t *s);
-extern int cudaStreamSynchronize(cudaStream_t s);
-extern int cudaStreamBeginCapture(cudaStream_t s, int mode);
-extern int cudaStreamEndCapture(cudaStream_t s, void **graph);
-extern int cudaGraphInstantiate(void **exec, void *graph, unsigned long long flags);
-extern int cudaGraphLaunch(void *exec, cudaStream_t s);
-extern int cudaLaunchHostFunc(cudaStream_t s, void (*fn)(void *), void *data);
-extern int cudaEventCreate(cudaEvent_t *e);
-extern int cudaEventRecord(cudaEvent_t e, cudaStream_t s);
-extern int cudaEventElapsedTime(float *ms, cudaEvent_t a, cudaEvent_t b);
+#include "fake_cuda.h"
 extern void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv_heads, int head_dim);
 
 static void attn_stub(void) {}
-static struct { int magic, version; const void *data; void *filename; } fatbin = {0x466243b1, 1, NULL, NULL};
 
 static double now_ms(void) {   /* the virtual clock: the host function runs at its stream's time */
     struct timespec ts;
