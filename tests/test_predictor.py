@@ -563,3 +563,70 @@ def test_gemm_rows_off_16_bytes_run_cublas_slower_kernels():
     t = run.result
     assert 2.0 < t["4092x4096"] / t["4096x4096"] < 3.5
     assert t["4092x1"] < 1.3 * t["4096x1"]
+
+
+def test_an_inductor_kernel_autotuned_otherwise_takes_the_rows_of_its_other_config(tmp_path):
+    """Inductor autotunes a pointwise kernel's (num_warps, XBLOCK) on the emulator's predictions, so the config
+    launched can differ from the one the real card picked and its rows were measured with. A real Triton kernel
+    in Inductor's form (tensor pointers, then xnumel) launched with 8-warp blocks of 512 has rows; launched
+    with 4-warp blocks of 1024 it has none (or only one latency-bound row). Once both configs have been seen,
+    the second takes the rows of the first at the grid its xnumel gives there (config layer). A fusion with no
+    rows at all is timed by its extent and tensor arguments, not by its thread count."""
+    n_lo, n_hi = 1 << 20, 1 << 22          # xnumel: rows at 512-element blocks for 2048 and 8192 blocks
+    prof = tmp_path / "profile.tsv"
+    prof.write_text("gpu\tH200\nkgap\t0\n"
+                    "kern\t2048\t1\t1\t256\t1\t1\t20000\ttriton_poi_fused_probe_0\n"
+                    "kern\t8192\t1\t1\t256\t1\t1\t60000\ttriton_poi_fused_probe_0\n"
+                    "kern\t4\t1\t1\t128\t1\t1\t3000\ttriton_poi_fused_probe_0\n")
+    code = """
+    import json, torch, triton, triton.language as tl
+
+    def pointwise(name):
+        def body(in_ptr0, out_ptr0, xnumel, XBLOCK: tl.constexpr):
+            xindex = tl.program_id(0) * XBLOCK + tl.arange(0, XBLOCK)[:]
+            xmask = xindex < xnumel
+            tl.store(out_ptr0 + xindex, tl.load(in_ptr0 + xindex, xmask) * 2, xmask)
+        body.__name__ = body.__qualname__ = name
+        return triton.jit(body)
+
+    probe, unknown = pointwise("triton_poi_fused_probe_0"), pointwise("triton_poi_fused_unknown_0")
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    backlog = torch.empty(1 << 30, device="cuda", dtype=torch.uint8)
+
+    def us(kernel, n, xblock, warps):
+        x = torch.empty(n, device="cuda", dtype=torch.bfloat16)
+        y = torch.empty_like(x)
+        kernel[(triton.cdiv(n, xblock),)](x, y, n, XBLOCK=xblock, num_warps=warps)   # compiles, loads
+        torch.cuda.synchronize()
+        backlog.zero_()   # the stream backs up: the events time the kernel, not Triton's launch on the host
+        e0.record()
+        kernel[(triton.cdiv(n, xblock),)](x, y, n, XBLOCK=xblock, num_warps=warps)
+        e1.record()
+        torch.cuda.synchronize()
+        return e0.elapsed_time(e1) * 1e3
+
+    out = {"a_before": us(probe, %d, 1024, 4)}
+    for n in (%d, %d, %d):
+        out[f"b{n}"] = us(probe, n, 512, 8)
+        out[f"a{n}"] = us(probe, n, 1024, 4)
+    out["unknown"] = us(unknown, %d, 1024, 4)
+    print(json.dumps(out))
+    """ % (n_hi, n_lo, n_hi, 2 * n_lo, n_hi)
+    trace = tmp_path / "t.json"
+    run = run_emulated(code, env={"TIMEWARP_PROFILE": str(prof)}, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    t = run.result
+    assert t[f"b{n_lo}"] == pytest.approx(20.0, rel=0.02) and t[f"b{n_hi}"] == pytest.approx(60.0, rel=0.02)
+    # the 1024-element config at the same xnumel: the other config's rows (exact, then interpolated in log-log)
+    assert t[f"a{n_lo}"] == pytest.approx(20.0, rel=0.02) and t[f"a{n_hi}"] == pytest.approx(60.0, rel=0.02)
+    assert t[f"a{2 * n_lo}"] == pytest.approx((20.0 * 60.0) ** 0.5, rel=0.02)   # halfway in log blocks
+    # before the 512-element config had been launched its one-wave row was all there was: another figure
+    assert abs(t["a_before"] - 60.0) > 5
+    layers = {(e["name"], e["args"]["grid"][0], e["args"]["block"][0]): e["args"]
+              for e in json.loads(trace.read_text())["traceEvents"] if e["name"].startswith("triton_poi")}
+    assert layers[("triton_poi_fused_probe_0", n_hi // 1024, 128)]["layer"] == "config"
+    assert layers[("triton_poi_fused_probe_0", n_hi // 1024, 128)]["rows"] == [n_hi, 1]
+    # no rows: two tensors of n_hi bf16 elements over the H200's 4.3 TB/s after its 2.5 us launch floor
+    # (gpus.toml), not 128 threads x 16 bytes a block (4.45 us)
+    assert layers[("triton_poi_fused_unknown_0", n_hi // 1024, 128)]["layer"] == "roofline"
+    assert t["unknown"] == pytest.approx(2 * 2 * n_hi / 4.3e12 * 1e6 + 2.5, rel=0.03)

@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-LAYERS = {0: "roofline", 1: "exact", 2: "interp", 3: "nearest", 4: "graph", 5: "step", 6: "sibling"}
+LAYERS = {0: "roofline", 1: "exact", 2: "interp", 3: "nearest", 4: "graph", 5: "step", 6: "sibling", 7: "config"}
 
 
 def measure(n: int) -> list[tuple[str, float, float, str, str]]:

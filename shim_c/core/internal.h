@@ -16,8 +16,8 @@ extern pthread_mutex_t tw_lock;
 /* Predictor layers as slots of a device's busy-time split: the layers of tw_predict_ex (TW_LAYER_*, graph
  * replays split into their nodes' layers) and one for durations given by the caller (collectives' peers,
  * host functions). */
-#define TW_NLAYERS 8
-#define TW_LAYER_GIVEN_SLOT 7
+#define TW_NLAYERS 9
+#define TW_LAYER_GIVEN_SLOT 8
 static inline int tw_layer_slot(int layer) {
     if (layer < 0) return TW_LAYER_GIVEN_SLOT;
     layer &= 0xff;

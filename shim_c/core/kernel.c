@@ -83,7 +83,7 @@ int tw_kernel_valid(const void *p) {
 }
 
 /* ---------------------------------------------------------------- row shapes from launch arguments */
-enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM };
+enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM, ROW_INDUCTOR_POINTWISE, ROW_INDUCTOR_REDUCTION };
 
 /* The cudaDataType_t of the first element type a CUTLASS kernel's name spells (its A operand's, then its
  * output's after that point), -1 when none of these. */
@@ -105,6 +105,8 @@ static int cutlass_type(const char *p, const char **after) {
 
 static int row_class(tw_kernel *k) {
     const char *p = k->pretty;
+    if (!strncmp(p, "triton_poi_", 11)) return ROW_INDUCTOR_POINTWISE;
+    if (!strncmp(p, "triton_red_", 11) || !strncmp(p, "triton_per_", 11)) return ROW_INDUCTOR_REDUCTION;
     if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
     /* CUTLASS 3 GEMMs launched by libraries' own code (vLLM's fp8/int8 scaled_mm): the kernel is
      * device_kernel<GemmKernel>(Params), and a quantized A operand's type is in its name. Grouped and
@@ -178,7 +180,58 @@ static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotat
     return 1;
 }
 
-void tw_kernel_row_shape(tw_op *op, void *const *args) {
+unsigned tw_inductor_configs_gen;
+static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The XBLOCK of this launch's config, x extent over blocks rounded up to a power of two, noted on the kernel
+ * once per (block threads, XBLOCK): a function's config is fixed, and under one name Inductor compiles one
+ * function per config it autotunes (8-warp blocks of 512 and 4-warp blocks of 1024, say). One-block launches
+ * are not used: Inductor clamps XBLOCK to a small extent. */
+static void note_config(tw_kernel *k, const tw_op *op, int64_t xnumel) {
+    if (op->grid[0] < 2) return;
+    int64_t xb = 1;
+    while (xb * op->grid[0] < xnumel) xb <<= 1;
+    if ((xnumel + xb - 1) / xb != op->grid[0]) return;   /* not Inductor's 1-D grid over x */
+    uint32_t t = op->block[0] * op->block[1] * op->block[2];
+    int n = __atomic_load_n(&k->nconfigs, __ATOMIC_ACQUIRE);
+    for (int i = 0; i < n; i++) if (k->config_threads[i] == t && k->config_xblock[i] == xb) return;
+    pthread_mutex_lock(&config_lock);
+    n = k->nconfigs;
+    int seen = 0;
+    for (int i = 0; i < n; i++) seen |= k->config_threads[i] == t && k->config_xblock[i] == xb;
+    if (!seen && n < TW_INDUCTOR_CONFIGS) {
+        k->config_threads[n] = t;
+        k->config_xblock[n] = xb;
+        __atomic_store_n(&k->nconfigs, n + 1, __ATOMIC_RELEASE);
+        __atomic_add_fetch(&tw_inductor_configs_gen, 1, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_unlock(&config_lock);
+}
+
+/* Inductor's Triton kernels take their tensors' pointers, then integers: the dynamic sizes (ks0, ...), xnumel
+ * and, for a reduction, r0_numel; Triton appends two scratch pointers (triton 3.6's launcher: global and
+ * profile scratch). (xnumel, r0_numel or 1) go to op->rows, the pointers before the integers to op->ptr_args.
+ * Integers are 4 bytes up to 2^31 (a larger extent is 8 bytes, like a pointer: not read). */
+static void inductor_shape(tw_kernel *k, tw_op *op, void *const *args, const uint32_t *psize, int np, int reduction) {
+    if (!psize || np < 4 || op->grid[1] != 1 || op->grid[2] != 1) return;
+    int end = np - 2, first = end;   /* [first, end): the trailing 4-byte integers */
+    if (psize[np - 1] != 8 || psize[np - 2] != 8) return;
+    while (first > 0 && psize[first - 1] == 4) first--;
+    int ints = end - first;
+    if (ints < (reduction ? 2 : 1)) return;
+    int32_t x, r = 1;
+    memcpy(&x, args[end - (reduction ? 2 : 1)], sizeof x);
+    if (reduction) memcpy(&r, args[end - 1], sizeof r);
+    if (x <= 0 || r <= 0) return;
+    int ptrs = 0;
+    for (int i = 0; i < first; i++) ptrs += psize[i] == 8;
+    op->rows[0] = x;
+    op->rows[1] = r;
+    op->ptr_args = ptrs;
+    note_config(k, op, x);
+}
+
+void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_size, int n_params) {
     tw_kernel *k = (tw_kernel *)op->kernel;
     if (!k) return;
     tw_moe_take(op);
@@ -194,5 +247,7 @@ void tw_kernel_row_shape(tw_op *op, void *const *args) {
         reduce_config(args[0], op->block, op->rows);
     } else if (rc == ROW_CUTLASS_GEMM && op->ann.kind == TW_ANN_NONE) {
         cutlass_gemm(k, args[0], &op->ann);
+    } else if (rc == ROW_INDUCTOR_POINTWISE || rc == ROW_INDUCTOR_REDUCTION) {
+        inductor_shape(k, op, args, param_size, n_params, rc == ROW_INDUCTOR_REDUCTION);
     }
 }

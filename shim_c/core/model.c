@@ -1,7 +1,8 @@
 /* Durations: the measured profile answers first (profile.c: exact match, interpolation, nearest-neighbour
  * efficiency); this file is the last layer, an analytical roofline: FLOPs and bytes over the device's
  * measured rates, with a launch floor. Kernels with no annotation are priced by their launch size: every
- * thread is assumed to move 16 bytes, the typical vectorised elementwise access. */
+ * thread is assumed to move 16 bytes, the typical vectorised elementwise access; Inductor's Triton kernels,
+ * whose threads each cover 2 to 64 elements by the autotuned config, by their extents instead. */
 #define _GNU_SOURCE
 #include "internal.h"
 #include "graph_internal.h"
@@ -23,6 +24,11 @@ static double peak_for(const tw_gpu_spec *s, int a_type, int compute_type) {
     if (a_type == 1) return s->peak_flops_fp32 / 2;
     return s->peak_flops_fp32;
 }
+
+/* Bytes an Inductor kernel moves per element of its extent and per tensor argument, at the device's bandwidth:
+ * bf16 activations (2 bytes) over the bandwidth such kernels reach (FIT below). Broadcast weights and fp32
+ * per-row statistics are counted as full tensors, fp32 ones as bf16. */
+#define INDUCTOR_BYTES 2.0
 
 static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 0.5); }
 
@@ -61,6 +67,12 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
         if (a->kind == TW_ANN_COLLECTIVE) {
             /* one rank: a local copy; multi-rank costs come from the coordinator */
             return 2.0 * a->u.coll.bytes / s->mem_bw + floor;
+        }
+        if (op->ptr_args > 0 && op->rows[0] > 0) {
+            /* an Inductor kernel (its extents read by kernel.c): each tensor argument read or written once over
+             * the x (and r) extent, at INDUCTOR_BYTES per element and argument */
+            double elems = (double)op->rows[0] * (op->rows[1] > 0 ? (double)op->rows[1] : 1.0);
+            return INDUCTOR_BYTES * op->ptr_args * elems / s->mem_bw + floor;
         }
         double threads = (double)op->grid[0] * op->grid[1] * op->grid[2] * op->block[0] * op->block[1] * op->block[2];
         return threads * 16.0 / s->mem_bw + floor;

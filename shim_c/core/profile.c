@@ -63,6 +63,7 @@ const char *tw_layer_name(int layer) {
     case TW_LAYER_GRAPH: return "graph";
     case TW_LAYER_STEP: return "step";
     case TW_LAYER_SIBLING: return "sibling";
+    case TW_LAYER_CONFIG: return "config";
     case -1: return "preset";
     default: return "roofline";
     }
@@ -209,7 +210,7 @@ static void load(void) {
 
 /* ---------------------------------------------------------------- cache of predictions per key */
 #define CACHE_SLOTS 8192
-typedef struct { uint64_t key; const tw_gpu_spec *spec; double s; int layer; } centry;
+typedef struct { uint64_t key; const tw_gpu_spec *spec; double s; int layer; unsigned gen; } centry;
 static centry cache[CACHE_SLOTS];
 static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -712,9 +713,40 @@ static double sibling_interp(const char *name, const tw_op *op, int *layer, doub
     return best;
 }
 
-/* A kernel without an annotation, by its demangled name: its own measured launches (kern_interp); a
- * sibling's (the same kernel on other element types of the same sizes) where it has none, or where the
- * launch is far larger than its largest, latency-bound row. A time scaled up from such a row is capped by
+/* An Inductor kernel launched with another autotuning config than its rows were measured with. Inductor
+ * autotunes a pointwise kernel's (num_warps, XBLOCK) by timing the candidates, here on the emulator's own
+ * predictions, so the pick can differ from the real card's (triton_poi_fused_mul_silu_slice_0 of the
+ * Qwen1.5-MoE graph: 8-warp blocks of 512 there, 4-warp blocks of 1024 here, whose only rows were one-wave
+ * launches: 88% short in 8192-token prefills). A config seen launched in this process (note_config in
+ * kernel.c) tells its XBLOCK; the launch's xnumel over that XBLOCK is the grid it would have had, whose rows
+ * (its own, or with `siblings` a sibling's) give the time: the same elements, another tiling. 0 when no config
+ * known here has rows that cover the launch; *weak as kern_interp's. */
+static double config_interp(const char *name, const tw_op *op, int siblings, int *layer, double *weak) {
+    const tw_kernel *k = op->kernel;
+    int n = __atomic_load_n(&k->nconfigs, __ATOMIC_ACQUIRE);
+    uint32_t threads = op->block[0] * op->block[1] * op->block[2];
+    double best = 0;
+    *weak = 0;
+    for (int i = 0; i < n; i++) {
+        if (k->config_threads[i] == threads) continue;
+        tw_op other = *op;
+        int64_t g = (op->rows[0] + k->config_xblock[i] - 1) / k->config_xblock[i];
+        other.grid[0] = (uint32_t)g; other.grid[1] = other.grid[2] = 1;
+        other.block[0] = k->config_threads[i]; other.block[1] = other.block[2] = 1;
+        double w;
+        int l;
+        double ns = siblings ? sibling_interp(name, &other, &l, &w) : kern_interp(name, &other, &l, &w);
+        if (ns > 0 && (best <= 0 || (*weak > 0 && w == 0))) { best = ns; *weak = w; }
+        if (best > 0 && *weak == 0) break;
+    }
+    if (best > 0) *layer = TW_LAYER_CONFIG;
+    return best;
+}
+
+/* A kernel without an annotation, by its demangled name: its own measured launches (kern_interp); for an
+ * Inductor kernel, those of its other autotuning configs (config_interp); a sibling's (the same kernel on
+ * other element types of the same sizes, or the same fusion under another number) where it has none, or
+ * where the launch is far larger than its largest, latency-bound row. A time scaled up from such a row is capped by
  * the launch's roofline (but not below that row). A measured time is the kernel's own execution; kgap, the
  * time a back-to-back launch adds, is added to it. */
 static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
@@ -723,12 +755,16 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         double ns = krow_predict(name, op, layer);
         if (ns > 0) return transfer(spec, op, (ns + kgap_ns) * 1e-9);
     }
+    /* the kernel's own rows at its block shape, then (Inductor) at its other configs' block shapes, then its
+     * siblings' at its block shape, then at the other configs': the first that covers the launch */
     double weak;
     double ns = kern_interp(name, op, layer, &weak);
-    if (ns <= 0 || weak > 0) {
-        int sl;
-        double sweak, sib = sibling_interp(name, op, &sl, &sweak);
-        if (sib > 0 && (ns <= 0 || sweak == 0)) { ns = sib; weak = sweak; *layer = sl; }
+    int configs = op->ptr_args && op->kernel->nconfigs > 1;
+    for (int step = 0; step < 3 && (ns <= 0 || weak > 0); step++) {
+        int l;
+        double w, alt = step == 1 ? sibling_interp(name, op, &l, &w)
+                      : configs ? config_interp(name, op, step == 2, &l, &w) : 0;
+        if (alt > 0 && (ns <= 0 || w == 0)) { ns = alt; weak = w; *layer = l; }
     }
     if (ns <= 0) return 0;
     if (weak > 0) {
@@ -774,8 +810,10 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     if (!gemm && !attn && !copy && !kern) return 0;
     uint64_t key = op_key(op);
     centry *c = &cache[key & (CACHE_SLOTS - 1)];
+    /* an Inductor kernel's prediction is redone once another of its configs has been seen (config_interp) */
+    unsigned gen = kern && op->ptr_args ? __atomic_load_n(&tw_inductor_configs_gen, __ATOMIC_ACQUIRE) : 0;
     pthread_mutex_lock(&cache_lock);
-    if (c->key == key && c->spec == spec) {
+    if (c->key == key && c->spec == spec && c->gen == gen) {
         double s = c->s;
         *layer = c->layer;
         pthread_mutex_unlock(&cache_lock);
@@ -789,7 +827,7 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     if (s <= 0) { s = 0; *layer = TW_LAYER_ROOFLINE; }
     /* misses are cached too: a kernel the profile lacks is looked up once, not at every launch */
     pthread_mutex_lock(&cache_lock);
-    *c = (centry){key, spec, s, *layer};
+    *c = (centry){key, spec, s, *layer, gen};
     pthread_mutex_unlock(&cache_lock);
     return s;
 }

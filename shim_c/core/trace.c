@@ -11,7 +11,7 @@
 #include "internal.h"
 #include "graph_internal.h"
 
-typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, issued, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer, pinned; int64_t rows[2]; } rec;
+typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, issued, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer, pinned, ptr_args; int64_t rows[2]; } rec;
 static rec *recs;
 static size_t nrecs, caprecs, maxrecs = 2000000;
 static int tracing;
@@ -47,7 +47,7 @@ void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uin
     rec *r = &recs[nrecs++];
     *r = (rec){op->kernel, op->label, start, end, issued, stream_id, dev, op->kind, {op->grid[0], op->grid[1], op->grid[2]},
                {op->block[0], op->block[1], op->block[2]}, op->ann, op->bytes, op->dir, op->layer,
-               op->pinned, {op->rows[0], op->rows[1]}};
+               op->pinned, op->ptr_args, {op->rows[0], op->rows[1]}};
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -90,6 +90,7 @@ static void write_trace(void) {
                     (long long)r->ann.u.attn.head_dim, r->ann.u.attn.causal, r->ann.u.attn.dtype);
         if (r->kind == TW_OP_MEMCPY || r->kind == TW_OP_MEMSET) fprintf(f, ",\"bytes\":%zu,\"dir\":%d,\"pinned\":%d", r->bytes, r->dir, r->pinned);
         if (r->rows[0] > 0) fprintf(f, ",\"rows\":[%lld,%lld]", (long long)r->rows[0], (long long)r->rows[1]);
+        if (r->ptr_args > 0) fprintf(f, ",\"ptr_args\":%d", r->ptr_args);
         fprintf(f, "}}\n");
     }
     fprintf(f, "]}\n");

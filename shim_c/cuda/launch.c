@@ -259,7 +259,7 @@ static CUresult launch(const void *fh, const unsigned grid[3], const unsigned bl
     op.grid[0] = grid[0]; op.grid[1] = grid[1]; op.grid[2] = grid[2];
     op.block[0] = block[0]; op.block[1] = block[1]; op.block[2] = block[2];
     op.shmem = shmem;
-    tw_kernel_row_shape(&op, params);   /* NULL params: the MoE annotation only */
+    tw_kernel_row_shape(&op, params, f->param_size, f->n_params);   /* NULL params: the MoE annotation only */
     return cu_err(tw_enqueue(s, &op));
 }
 

@@ -233,7 +233,7 @@ static inline cudaError_t launch_core(const tw_kernel *k, dim3 g, dim3 b, size_t
         .block = {b.x, b.y, b.z},
         .shmem = (uint32_t)shmem,
     };
-    tw_kernel_row_shape(&op, args);
+    tw_kernel_row_shape(&op, args, NULL, 0);
     TW_DEBUG("launch %s grid(%u,%u,%u) block(%u,%u,%u) shmem %zu stream %p", k->name, g.x, g.y, g.z, b.x, b.y,
              b.z, shmem, stream);
     tw_err te = tw_enqueue(s, &op);

@@ -230,6 +230,7 @@ typedef struct tw_annotation {
 
 /* A kernel as registered or loaded: one per (module, function). Kernel handles the APIs give out
  * (cudaKernel_t, CUfunction, the host stub address) all resolve to one of these. */
+#define TW_INDUCTOR_CONFIGS 8
 typedef struct tw_kernel {
     const char *name;        /* mangled device name */
     const char *pretty;      /* demangled where possible, else name */
@@ -239,15 +240,24 @@ typedef struct tw_kernel {
     int step_class;          /* step.c's classification of the kernel, cached (0: not yet) */
     int row_class;           /* kernel.c's: how its arguments give a row shape, cached (0: not yet) */
     int gemm_types;          /* kernel.c's, for a CUTLASS GEMM: A's cudaDataType | output's << 8, from its name */
+    /* kernel.c's, for an Inductor Triton kernel: the autotuning configs seen launched under this name (block
+     * threads and the XBLOCK elements each block covers), so that rows measured with one config time another */
+    int nconfigs;
+    uint32_t config_threads[TW_INDUCTOR_CONFIGS];
+    int64_t config_xblock[TW_INDUCTOR_CONFIGS];
 } tw_kernel;
 
 tw_kernel *tw_kernel_intern(const char *mangled_name);   /* returns the same object for the same name */
 int tw_kernel_valid(const void *p);                       /* p is a tw_kernel from tw_kernel_intern (slow) */
 struct tw_op;
 /* For PyTorch's row kernels whose launch size does not tell their work (reductions cap their grid; a norm's
- * grid is its row count), read (outputs, inputs per output) from the launch's arguments into op->rows; for a
- * CUTLASS 3 GEMM on quantized operands (vLLM's fp8/int8 scaled_mm), its problem shape into op->ann. */
-void tw_kernel_row_shape(struct tw_op *op, void *const *args);
+ * grid is its row count), read (outputs, inputs per output) from the launch's arguments into op->rows; for
+ * Inductor's Triton kernels, (xnumel, r0_numel or 1) and op->ptr_args, where the parameters' sizes are known
+ * (param_size of n_params, from the cubin; NULL otherwise); for a CUTLASS 3 GEMM on quantized operands (vLLM's
+ * fp8/int8 scaled_mm), its problem shape into op->ann. */
+void tw_kernel_row_shape(struct tw_op *op, void *const *args, const uint32_t *param_size, int n_params);
+/* Bumped whenever an Inductor kernel's config is first seen: predictions made before may now translate rows */
+extern unsigned tw_inductor_configs_gen;
 /* A fused mixture-of-experts launch's facts, from the binding that makes it (moe.c): the next kernel launch on
  * this thread whose name begins with kernel_prefix is annotated as the batched GEMM over the experts it touches.
  * w_type and act_type are cudaDataType values (weights, activations). */
@@ -262,6 +272,7 @@ typedef struct tw_op {
     uint32_t grid[3], block[3];
     uint32_t shmem;
     int64_t rows[2];          /* (outputs, inputs per output) of a row kernel (tw_kernel_row_shape); 0: unknown */
+    int ptr_args;             /* an Inductor Triton kernel's tensor (pointer) arguments; 0: unknown */
     tw_annotation ann;
     /* memcpy/memset */
     tw_copy_dir dir;
@@ -352,6 +363,7 @@ typedef enum {
     TW_LAYER_GRAPH = 4,      /* a graph launch: the sum of its nodes' predictions */
     TW_LAYER_STEP = 5,       /* timed from the integration's context: attention (step.c), fused MoE (moe.c) */
     TW_LAYER_SIBLING = 6,    /* the rows of the same kernel recorded on other element types */
+    TW_LAYER_CONFIG = 7,     /* an Inductor kernel's rows measured with another autotuning config (XBLOCK) */
     TW_LAYER_SUSTAINED = 0x100,  /* flag: the rows were measured inside sustained work (the power cap in them) */
 } tw_layer;
 
