@@ -21,6 +21,8 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     moemodel <t0_ns> <eff_memory> <eff_compute>                     vLLM's fused MoE kernel (moe.c, fit_moe.py)
     gemmalign <t0_ns> <eff_memory> <eff_compute>                    floor of cuBLAS GEMMs with rows off 16 bytes
                                                                     (profile.c, fit_gemm_align.py)
+    inductormodel <t0_ns> <eff_memory> <eff_compute>                Inductor kernels without rows, by extent and
+                                                                    tensor arguments (profile.c, fit_inductor.py)
     blaskern <M> <K> <N first> <N last> <kernel id> <2nd kernel id or 0> <memset>
           which cuBLAS kernel a bf16 F.linear shape runs over a range of token counts (blas_lazy.c)
 
@@ -670,6 +672,10 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with
     from . import fit_gemm_align
     if fit_gemm_align.DATA.exists():
         lines.append(fit_gemm_align.profile_row())   # likewise
+        n += 1
+    from . import fit_inductor
+    if fit_inductor.DATA.exists():
+        lines.append(fit_inductor.profile_row())   # likewise
         n += 1
     if any(p.exists() for p in KERNELS):
         for r in krow_table(with_held_out).itertuples():

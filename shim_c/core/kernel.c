@@ -183,15 +183,24 @@ static int cutlass_gemm(const tw_kernel *k, const unsigned char *arg, tw_annotat
 unsigned tw_inductor_configs_gen;
 static pthread_mutex_t config_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The XBLOCK of this launch's config, x extent over blocks rounded up to a power of two, noted on the kernel
- * once per (block threads, XBLOCK): a function's config is fixed, and under one name Inductor compiles one
- * function per config it autotunes (8-warp blocks of 512 and 4-warp blocks of 1024, say). One-block launches
- * are not used: Inductor clamps XBLOCK to a small extent. */
-static void note_config(tw_kernel *k, const tw_op *op, int64_t xnumel) {
+/* The XBLOCK (a power of two) with which Inductor's 1-D grid over x extents xs[0..n) has `blocks` blocks: the
+ * sum of their blocks (a combo kernel runs several fused kernels side by side, xnumel_0, xnumel_1, ... each
+ * from a block boundary); 0 when none gives the grid, i.e. the integers read are not the extents. */
+static int64_t xblock_of(const int32_t *xs, int n, uint32_t blocks) {
+    for (int64_t xb = 1; xb <= 65536; xb <<= 1) {
+        int64_t g = 0;
+        for (int i = 0; i < n; i++) g += (xs[i] + xb - 1) / xb;
+        if (g == blocks) return xb;
+        if (g < blocks) return 0;   /* fewer blocks at every larger XBLOCK */
+    }
+    return 0;
+}
+
+/* The config's XBLOCK noted on the kernel once per (block threads, XBLOCK): a function's config is fixed, and
+ * under one name Inductor compiles one function per config it autotunes (8-warp blocks of 512 and 4-warp
+ * blocks of 1024, say). One-block launches are not used: Inductor clamps XBLOCK to a small extent. */
+static void note_config(tw_kernel *k, const tw_op *op, int64_t xb) {
     if (op->grid[0] < 2) return;
-    int64_t xb = 1;
-    while (xb * op->grid[0] < xnumel) xb <<= 1;
-    if ((xnumel + xb - 1) / xb != op->grid[0]) return;   /* not Inductor's 1-D grid over x */
     uint32_t t = op->block[0] * op->block[1] * op->block[2];
     int n = __atomic_load_n(&k->nconfigs, __ATOMIC_ACQUIRE);
     for (int i = 0; i < n; i++) if (k->config_threads[i] == t && k->config_xblock[i] == xb) return;
@@ -208,27 +217,40 @@ static void note_config(tw_kernel *k, const tw_op *op, int64_t xnumel) {
     pthread_mutex_unlock(&config_lock);
 }
 
-/* Inductor's Triton kernels take their tensors' pointers, then integers: the dynamic sizes (ks0, ...), xnumel
- * and, for a reduction, r0_numel; Triton appends two scratch pointers (triton 3.6's launcher: global and
- * profile scratch). (xnumel, r0_numel or 1) go to op->rows, the pointers before the integers to op->ptr_args.
- * Integers are 4 bytes up to 2^31 (a larger extent is 8 bytes, like a pointer: not read). */
+/* Inductor's Triton kernels take their tensors' pointers, then integers: the dynamic sizes (ks0, ...), then
+ * xnumel and, for a reduction, r0_numel (a combo kernel: xnumel_0, xnumel_1, ..., its reductions' r0_numel
+ * a constant of the code); Triton appends two scratch pointers (triton 3.6's launcher: global and profile
+ * scratch). The reading is kept only where the grid agrees with it (xblock_of): a pointwise kernel's x extent
+ * is the sum of its last k integers for the largest k that fits (k = 1 unless a combo), a reduction's the
+ * integer before r0_numel (combo reductions are left unread: their row length is not an argument).
+ * (x extent, r0_numel or 1) go to op->rows, the pointers before the integers to op->ptr_args. Integers are
+ * 4 bytes up to 2^31 (a larger extent is 8 bytes, like a pointer: not read). */
 static void inductor_shape(tw_kernel *k, tw_op *op, void *const *args, const uint32_t *psize, int np, int reduction) {
     if (!psize || np < 4 || op->grid[1] != 1 || op->grid[2] != 1) return;
-    int end = np - 2, first = end;   /* [first, end): the trailing 4-byte integers */
     if (psize[np - 1] != 8 || psize[np - 2] != 8) return;
-    while (first > 0 && psize[first - 1] == 4) first--;
-    int ints = end - first;
-    if (ints < (reduction ? 2 : 1)) return;
-    int32_t x, r = 1;
-    memcpy(&x, args[end - (reduction ? 2 : 1)], sizeof x);
-    if (reduction) memcpy(&r, args[end - 1], sizeof r);
-    if (x <= 0 || r <= 0) return;
+    int end = np - 2, first = end;   /* [first, end): the trailing 4-byte integers */
+    while (first > 0 && psize[first - 1] == 4 && end - first < 8) first--;
+    int32_t v[8];
+    int n = end - first;
+    for (int i = 0; i < n; i++) { memcpy(&v[i], args[first + i], sizeof v[i]); if (v[i] <= 0) return; }
+    int64_t x = 0, r = 1, xb = 0;
+    if (reduction) {
+        if (n < 2 || !(xb = xblock_of(&v[n - 2], 1, op->grid[0]))) return;
+        x = v[n - 2];
+        r = v[n - 1];
+    } else {
+        for (int kk = n; kk >= 1 && !xb; kk--) {
+            if (!(xb = xblock_of(&v[n - kk], kk, op->grid[0]))) continue;
+            for (int i = n - kk; i < n; i++) x += v[i];
+        }
+        if (!xb) return;
+    }
     int ptrs = 0;
     for (int i = 0; i < first; i++) ptrs += psize[i] == 8;
     op->rows[0] = x;
     op->rows[1] = r;
     op->ptr_args = ptrs;
-    note_config(k, op, x);
+    note_config(k, op, xb);
 }
 
 void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_size, int n_params) {

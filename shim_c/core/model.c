@@ -25,15 +25,15 @@ static double peak_for(const tw_gpu_spec *s, int a_type, int compute_type) {
     return s->peak_flops_fp32;
 }
 
-/* Bytes an Inductor kernel moves per element of its extent and per tensor argument, at the device's bandwidth:
- * bf16 activations (2 bytes) over the bandwidth such kernels reach (FIT below). Broadcast weights and fp32
- * per-row statistics are counted as full tensors, fp32 ones as bf16. */
+/* Bytes an Inductor kernel moves per element of its extent and per tensor argument: bf16 activations.
+ * Broadcast weights and per-row statistics count as full tensors, fp32 ones as bf16; the profile's
+ * `inductormodel` row (predictors/fit_inductor.py) fits the efficiency and latency over this. */
 #define INDUCTOR_BYTES 2.0
 
 static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 0.5); }
 
-/* An annotated launch's compute time and memory time at the device's rates (GEMM, attention): 0 when the
- * launch has neither annotation. Shared by the roofline and the power model's compute-bound test. */
+/* An annotated launch's compute time and memory time at the device's rates (GEMM, attention, and an Inductor
+ * kernel whose extents were read): 0 when the launch has none of them. Shared by the roofline and the power model's compute-bound test. */
 int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
     const tw_annotation *a = &op->ann;
     if (a->kind == TW_ANN_GEMM) {
@@ -53,6 +53,14 @@ int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute,
         *t_memory = 2 * b * d * (2 * q * h + 2 * kv * hk) / s->mem_bw;
         return 1;
     }
+    if (a->kind == TW_ANN_NONE && op->ptr_args > 0 && op->rows[0] > 0) {
+        /* an Inductor kernel (its extents read by kernel.c): each tensor argument read or written once over
+         * the x (and r) extent, at INDUCTOR_BYTES per element and argument */
+        double elems = (double)op->rows[0] * (op->rows[1] > 0 ? (double)op->rows[1] : 1.0);
+        *t_compute = 0;
+        *t_memory = INDUCTOR_BYTES * op->ptr_args * elems / s->mem_bw;
+        return 1;
+    }
     return 0;
 }
 
@@ -67,12 +75,6 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
         if (a->kind == TW_ANN_COLLECTIVE) {
             /* one rank: a local copy; multi-rank costs come from the coordinator */
             return 2.0 * a->u.coll.bytes / s->mem_bw + floor;
-        }
-        if (op->ptr_args > 0 && op->rows[0] > 0) {
-            /* an Inductor kernel (its extents read by kernel.c): each tensor argument read or written once over
-             * the x (and r) extent, at INDUCTOR_BYTES per element and argument */
-            double elems = (double)op->rows[0] * (op->rows[1] > 0 ? (double)op->rows[1] : 1.0);
-            return INDUCTOR_BYTES * op->ptr_args * elems / s->mem_bw + floor;
         }
         double threads = (double)op->grid[0] * op->grid[1] * op->grid[2] * op->block[0] * op->block[1] * op->block[2];
         return threads * 16.0 / s->mem_bw + floor;

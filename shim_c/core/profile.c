@@ -50,6 +50,8 @@ static double moe_model[3];   /* moemodel: t0_ns eff_memory eff_compute (vLLM's 
 static int have_moe_model;
 static double align_model[3];  /* gemmalign: t0_ns eff_memory eff_compute (cuBLAS on rows off 16-byte boundaries) */
 static int have_align_model;
+static double inductor_model[3];  /* inductormodel: t0_ns eff_memory eff_compute (Inductor kernels without rows) */
+static int have_inductor_model;
 static int have_attn_step;
 static uint64_t host_costs[TW_HOST_NCOSTS];
 static const tw_gpu_spec *profiled;   /* the GPU the table was measured on */
@@ -166,6 +168,9 @@ static void load_rows(void) {
             else bad++;
         } else if (!strcmp(fam, "gemmalign")) {
             if (model_row(line, align_model)) have_align_model = 1;
+        } else if (!strcmp(fam, "inductormodel")) {
+            if (model_row(line, inductor_model)) have_inductor_model = 1;
+            else bad++;
         } else if (!strcmp(fam, "moemodel")) {
             if (model_row(line, moe_model)) have_moe_model = 1;
             else bad++;
@@ -766,9 +771,16 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
                       : configs ? config_interp(name, op, step == 2, &l, &w) : 0;
         if (alt > 0 && (ns <= 0 || w == 0)) { ns = alt; weak = w; *layer = l; }
     }
-    if (ns <= 0) return 0;
+    /* an Inductor kernel with no rows that cover it (another model's fusion): the model fitted over the extents
+     * and tensor arguments of the recorded ones (fit_inductor.py), which is also the cap of a weak guess */
+    double fit = have_inductor_model && op->ptr_args ? fitted_roofline(inductor_model, profiled, op) * 1e9 : 0;
+    if (ns <= 0) {
+        if (fit <= 0) return 0;
+        *layer = TW_LAYER_NEAREST;
+        return transfer(spec, op, fit * 1e-9);
+    }
     if (weak > 0) {
-        double roof = tw_roofline_s(profiled, op) * 1e9;
+        double roof = fit > 0 ? fit : tw_roofline_s(profiled, op) * 1e9;
         double est = roof > weak ? roof : weak;
         if (est < ns) ns = est;
     }
