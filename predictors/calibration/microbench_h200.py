@@ -167,6 +167,7 @@ class Ctx:
         self.reps = 3 if self.dry else 7
         # --graph-slope: graph rows also give node_us, the slope between replays of inner and 4 x inner nodes
         self.graph_slope = getattr(args, "graph_slope", False)
+        self.slope_reuse = getattr(args, "slope_reuse", False)
         self.memcpy_grid = getattr(args, "memcpy_grid", "pow2")
         self.memcpy_passes = max(1, getattr(args, "memcpy_passes", 1))
         # cycles of torch.cuda._sleep before a 'busy' replay (about 0.5 ms at H200 clocks); 0 where the
@@ -759,9 +760,10 @@ def sec_elementwise(ctx, out):
                 for mode in (("graph", "eager_loop") if ctx.cuda else ("eager_loop",)):
                     row = {"op": op, "dtype": dname, "numel": N, "log2_numel": e, "row_len": row_len,
                            "min_bytes": nbytes, "n_buffers": nb, "kernels": kern,
-                           "out_dtype": str(other).replace("torch.", "") if op == "cast_to_other" else dname}
+                           "out_dtype": str(other).replace("torch.", "") if op == "cast_to_other" else dname,
+                           "slope_reuse": ctx.slope_reuse}
                     try:
-                        r = ctx.measure(fn, mode=mode)
+                        r = ctx.measure(fn, mode=mode, slope_reuse=ctx.slope_reuse)
                         row.update(r)
                         row["gbps_min_bytes"] = nbytes / (r["t_median_us"] * 1e-6) / 1e9
                     except Exception as ex:  # noqa: BLE001
@@ -1242,6 +1244,9 @@ def main():
                     help="GEMM kernel names (torch.profiler) for every shape while the budget is comfortable, "
                          "or only for the fixed subset PROFILE_GEMM")
     ap.add_argument("--memcpy-passes", type=int, default=1, help="passes over the memcpy grid (column `pass`)")
+    ap.add_argument("--slope-reuse", action="store_true",
+                    help="the elementwise section's 4 x inner slope graph on the inner graph's buffers (slope_reuse; "
+                         "column `slope_reuse`), as the dense memcpy grid does")
     args = ap.parse_args()
 
     if args.host_only:
