@@ -33,7 +33,8 @@ static double peak_for(const tw_gpu_spec *s, int a_type, int compute_type) {
 static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 0.5); }
 
 /* An annotated launch's compute time and memory time at the device's rates (GEMM, attention, and an Inductor
- * kernel whose extents were read): 0 when the launch has none of them. Shared by the roofline and the power model's compute-bound test. */
+ * kernel whose extents were read): 0 when the launch has none of them. Shared by the roofline, the power
+ * model's compute-bound test and graph.c's bandwidth demands of overlapping branches. */
 int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
     const tw_annotation *a = &op->ann;
     if (a->kind == TW_ANN_GEMM) {

@@ -779,8 +779,8 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         *layer = TW_LAYER_NEAREST;
         return transfer(spec, op, fit * 1e-9);
     }
-    if (weak > 0) {
-        double roof = fit > 0 ? fit : tw_roofline_s(profiled, op) * 1e9;
+    if (weak > 0) {   /* (the fitted model's times hold the gap that is added below) */
+        double roof = fit > 0 ? fit - kgap_ns : tw_roofline_s(profiled, op) * 1e9;
         double est = roof > weak ? roof : weak;
         if (est < ns) ns = est;
     }
