@@ -199,16 +199,18 @@ static int64_t xblock_of(const int32_t *xs, int n, uint32_t blocks) {
 /* The config's XBLOCK noted on the kernel once per (block threads, XBLOCK): a function's config is fixed, and
  * under one name Inductor compiles one function per config it autotunes (8-warp blocks of 512 and 4-warp
  * blocks of 1024, say). One-block launches are not used: Inductor clamps XBLOCK to a small extent. */
+static int has_config(const tw_kernel *k, int n, uint32_t t, int64_t xb) {
+    for (int i = 0; i < n; i++) if (k->config_threads[i] == t && k->config_xblock[i] == xb) return 1;
+    return 0;
+}
+
 static void note_config(tw_kernel *k, const tw_op *op, int64_t xb) {
     if (op->grid[0] < 2) return;
     uint32_t t = op->block[0] * op->block[1] * op->block[2];
-    int n = __atomic_load_n(&k->nconfigs, __ATOMIC_ACQUIRE);
-    for (int i = 0; i < n; i++) if (k->config_threads[i] == t && k->config_xblock[i] == xb) return;
+    if (has_config(k, __atomic_load_n(&k->nconfigs, __ATOMIC_ACQUIRE), t, xb)) return;   /* every launch but one */
     pthread_mutex_lock(&config_lock);
-    n = k->nconfigs;
-    int seen = 0;
-    for (int i = 0; i < n; i++) seen |= k->config_threads[i] == t && k->config_xblock[i] == xb;
-    if (!seen && n < TW_INDUCTOR_CONFIGS) {
+    int n = k->nconfigs;
+    if (!has_config(k, n, t, xb) && n < TW_INDUCTOR_CONFIGS) {
         k->config_threads[n] = t;
         k->config_xblock[n] = xb;
         __atomic_store_n(&k->nconfigs, n + 1, __ATOMIC_RELEASE);

@@ -751,8 +751,8 @@ static double config_interp(const char *name, const tw_op *op, int siblings, int
 /* A kernel without an annotation, by its demangled name: its own measured launches (kern_interp); for an
  * Inductor kernel, those of its other autotuning configs (config_interp); a sibling's (the same kernel on
  * other element types of the same sizes, or the same fusion under another number) where it has none, or
- * where the launch is far larger than its largest, latency-bound row. A time scaled up from such a row is capped by
- * the launch's roofline (but not below that row). A measured time is the kernel's own execution; kgap, the
+ * where the launch is far larger than its largest, latency-bound row. A time scaled up from such a row is
+ * capped by the launch's roofline (but not below that row). A measured time is the kernel's own execution; kgap, the
  * time a back-to-back launch adds, is added to it. */
 static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     const char *name = op->kernel->pretty ? op->kernel->pretty : op->kernel->name;
@@ -771,6 +771,7 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
                       : configs ? config_interp(name, op, step == 2, &l, &w) : 0;
         if (alt > 0 && (ns <= 0 || w == 0)) { ns = alt; weak = w; *layer = l; }
     }
+    if (ns > 0 && weak == 0) return transfer(spec, op, (ns + kgap_ns) * 1e-9);
     /* an Inductor kernel with no rows that cover it (another model's fusion): the model fitted over the extents
      * and tensor arguments of the recorded ones (fit_inductor.py), which is also the cap of a weak guess */
     double fit = have_inductor_model && op->ptr_args ? fitted_roofline(inductor_model, profiled, op) * 1e9 : 0;
@@ -779,11 +780,10 @@ static double kern_predict(const tw_gpu_spec *spec, const tw_op *op, int *layer)
         *layer = TW_LAYER_NEAREST;
         return transfer(spec, op, fit * 1e-9);
     }
-    if (weak > 0) {   /* (the fitted model's times hold the gap that is added below) */
-        double roof = fit > 0 ? fit - kgap_ns : tw_roofline_s(profiled, op) * 1e9;
-        double est = roof > weak ? roof : weak;
-        if (est < ns) ns = est;
-    }
+    /* weak: capped (the fitted model's times hold the gap that is added below) */
+    double roof = fit > 0 ? fit - kgap_ns : tw_roofline_s(profiled, op) * 1e9;
+    double est = roof > weak ? roof : weak;
+    if (est < ns) ns = est;
     return transfer(spec, op, (ns + kgap_ns) * 1e-9);
 }
 
