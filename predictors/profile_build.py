@@ -89,7 +89,10 @@ DEFAULT_SRC = HERE / "data" / "h200" / "microbench_2026-11-29"
 # the elementwise and memcpy sections again, with --graph-slope: per-node device time inside a graph (node_us,
 # the slope between replays of inner and 4 x inner nodes), free of the ~12 us per-replay cost that
 # t_median_us divides among `inner` nodes; used where present for the in-graph gap and the graph-timed copies
-SLOPE_SRC = HERE / "data" / "h200" / "graph_slope_2026-12-01"
+# Since 2026-12-04 the elementwise section timed with no torch.profiler session in the process (--no-profile):
+# one leaves every later graph node 0.16-0.28 us slower (graph_nocupti_2026-12-04), and the 2026-12-01 run had
+# profiled before timing (its small nodes 0.34 us above these)
+SLOPE_SRC = HERE / "data" / "h200" / "graph_nocupti_2026-12-04"
 # copies and memsets again (2026-12-02, --memcpy-grid dense --memcpy-passes 2): 2^k and 1.5 x 2^k from 1 KiB to
 # 2 GiB, pinned H2D/D2H also inside graphs, the slope graph on the same buffers as the inner one; medians over
 # the two passes. Where present, every copy, memset and uint8 fill row comes from here (_dense_table)
@@ -329,6 +332,14 @@ def vllm_set_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
             for r in m.groupby("bytes").dur_ns.median().reset_index().itertuples()]
 
 
+# What a torch.profiler (CUPTI) session adds to each kernel's slot inside a CUDA-graph replay, as the recording
+# shows it: its start-to-start time of back-to-back tiny kernels (1.18-1.28 us) against the same graph nodes
+# timed with events and no profiler in the process (1.02-1.13 us), 150-164 ns; graph_nocupti_2026-12-04's
+# clock_state_during.json. vLLM's kernels and GEMMs were recorded that way (its profiler), served without:
+# their in-situ slots are taken this much shorter. Measured on tiny kernels only (memcpy, add).
+CUPTI_SLOT_NS = 150.0
+
+
 def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
     """("vgemm", key, slot ns, held_out) for the GEMMs measured inside the real vLLM run (written as gemm
     lines flagged sustained: serving's prefill runs long enough for the power cap to slow them)."""
@@ -338,7 +349,7 @@ def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
     g["pos"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.rank(method="first").astype(int) - 1
     g["last"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.transform("size") - 1
     return [("vgemm", (int(r.a_type), int(r.ta), int(r.tb), int(r.M), int(r.K), int(r.N), int(r.batch)),
-             float(r.slot_ns), is_held_out("vgemm", r)) for r in g.itertuples()]
+             float(r.slot_ns) - CUPTI_SLOT_NS, is_held_out("vgemm", r)) for r in g.itertuples()]
 
 
 def vllm_copy_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
@@ -491,8 +502,9 @@ def kern_table(with_held_out: bool = False):
         parts.append(rec[with_held_out | ~rec.held_out].groupby(KERN_KEY).dur_ns.median().rename("ns").reset_index()
                      .assign(source="kernels_2026-11-29"))
     # profile.c adds kgap (measured by the microbenchmarks) after every kern row; inside vLLM's graphs
-    # back-to-back kernels are closer: store these rows so that row + kgap is their in-situ slot
-    shift = vllm_kernel_gap_ns() - kernel_gap_ns() if any(p.exists() for p in VLLM_KERNELS) else 0.0
+    # back-to-back kernels are closer: store these rows so that row + kgap is their in-situ slot, less what
+    # the recording's profiler added to it (CUPTI_SLOT_NS)
+    shift = (vllm_kernel_gap_ns() - CUPTI_SLOT_NS - kernel_gap_ns()) if any(p.exists() for p in VLLM_KERNELS) else 0.0
     # each recording alone, and only for the kernels (name and block shape) those before it lack: profile.c
     # interpolates over the launch size within a kernel, whose work per block may differ between models
     shape = ["name", "block_x", "block_y", "block_z"]

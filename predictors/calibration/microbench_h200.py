@@ -168,6 +168,9 @@ class Ctx:
         # --graph-slope: graph rows also give node_us, the slope between replays of inner and 4 x inner nodes
         self.graph_slope = getattr(args, "graph_slope", False)
         self.slope_reuse = getattr(args, "slope_reuse", False)
+        # --no-profile: no torch.profiler session in the elementwise section; a CUPTI session leaves every later
+        # tiny graph node 0.2-0.4 us slower (clock_state_probe.py), so the profiled runs' node_us carry it
+        self.no_profile = getattr(args, "no_profile", False)
         self.memcpy_grid = getattr(args, "memcpy_grid", "pow2")
         self.memcpy_passes = max(1, getattr(args, "memcpy_passes", 1))
         # cycles of torch.cuda._sleep before a 'busy' replay (about 0.5 ms at H200 clocks); 0 where the
@@ -749,7 +752,7 @@ def sec_elementwise(ctx, out):
             }
             for op in ops:
                 fn, nbytes = fns[op]
-                prof = (e in ((exps[-1],) if ctx.dry else (10, 16, 24)))
+                prof = (e in ((exps[-1],) if ctx.dry else (10, 16, 24))) and not ctx.no_profile
                 kern = None
                 if prof:
                     try:
@@ -1244,6 +1247,8 @@ def main():
                     help="GEMM kernel names (torch.profiler) for every shape while the budget is comfortable, "
                          "or only for the fixed subset PROFILE_GEMM")
     ap.add_argument("--memcpy-passes", type=int, default=1, help="passes over the memcpy grid (column `pass`)")
+    ap.add_argument("--no-profile", action="store_true",
+                    help="elementwise section: no torch.profiler session (CUPTI slows the later graph nodes)")
     ap.add_argument("--slope-reuse", action="store_true",
                     help="the elementwise section's 4 x inner slope graph on the inner graph's buffers (slope_reuse; "
                          "column `slope_reuse`), as the dense memcpy grid does")
