@@ -115,10 +115,12 @@ KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
            for d in ("kernels_2026-11-29", "kernels_2026-11-29b", "kernels_2026-11-30")]
 VLLM_DIR = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
 VLLM_KERNELS = [VLLM_DIR / "kernels.parquet"]
-# recordings of other models whose kernels the Llama-3-8B one lacks (Inductor's fused fp8 quantisation; the
-# MoE layer's routing, align, sort, topk, sum and act-and-mul kernels): kern rows for the keys it has not
+# recordings of other models and configurations whose kernels the Llama-3-8B one lacks (Inductor's fused fp8
+# quantisation; the MoE layer's routing, align, sort, topk, sum and act-and-mul kernels; the fp8 KV cache's
+# writes): kern rows for the keys it has not
 VLLM_EXTRA_KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
-                      for d in ("vllm_fp8_kernels_2026-12-04", "vllm_moe_kernels_2026-12-04")]
+                      for d in ("vllm_fp8_kernels_2026-12-04", "vllm_moe_kernels_2026-12-04",
+                                "vllm_kvfp8_kernels_2026-12-04")]
 # kernels whose time comes from elsewhere: GEMMs (the cuBLAS annotation) and the attention kernels step.c
 # classifies as step-timed (keep in sync with classify() there)
 GEMM_KERNEL = r"^nvjet|gemm|gemv|xmma|tensorop|fused_moe_kernel"

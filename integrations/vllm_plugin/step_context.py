@@ -11,6 +11,7 @@ shape, to the shim as soon as the batch is prepared. vLLM 0.24 runs Llama-family
 attention kernels took their launch's roofline: a Qwen2.5-32B-shaped model's decode step at batch 1 came out
 12% short of the H200's (16.7 ms against 19.0, vllm_32b_2026-12-03a). The context stays in force until the
 next step replaces it (warm-up and capture runs, which do not go through prepare_inputs, keep the last one).
+With an fp8 KV cache the attention model reads K, V and Q at one byte and multiplies at the fp8 rate.
 """
 from __future__ import annotations
 
@@ -25,6 +26,9 @@ _core = ctypes.CDLL(None)
 _set = _core.tw_step_set
 _set.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int]
 _set.restype = None
+_set_kv_elem = _core.tw_step_set_kv_elem
+_set_kv_elem.argtypes = [ctypes.c_int]
+_set_kv_elem.restype = None
 
 
 def publish(q_lens: np.ndarray, k_lens: np.ndarray, heads: int, kv_heads: int, head_dim: int) -> None:
@@ -39,6 +43,9 @@ def _attention_shape(runner) -> tuple[int, int, int]:
         mc, pc = runner.model_config, runner.vllm_config.parallel_config
         shape = (mc.get_num_attention_heads(pc), mc.get_num_kv_heads(pc), mc.get_head_size())
         runner._timewarp_attn_shape = shape
+        # --kv-cache-dtype fp8 (fp8, fp8_e4m3, fp8_e5m2): FA3 reads K, V and the quantized query as fp8
+        cache_dtype = str(getattr(runner.vllm_config.cache_config, "cache_dtype", "auto"))
+        _set_kv_elem(1 if cache_dtype.startswith("fp8") else 2)
     return shape
 
 

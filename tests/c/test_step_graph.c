@@ -7,6 +7,7 @@
 
 #include "fake_cuda.h"
 extern void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv_heads, int head_dim);
+extern void tw_step_set_kv_elem(int bytes);
 
 static void attn_stub(void) {}
 
@@ -41,11 +42,12 @@ int main(void) {
     cudaEvent_t e0, e1;
     cudaEventCreate(&e0);
     cudaEventCreate(&e1);
-    float ms[2];
+    float ms[3];
     int32_t q[64], k[64];
-    for (int round = 0; round < 2; round++) {
-        /* decode of 64 requests, at 512 and then 8192 tokens of context */
+    for (int round = 0; round < 3; round++) {
+        /* decode of 64 requests, at 512 and then 8192 tokens of context; then 8192 with an fp8 KV cache */
         for (int i = 0; i < 64; i++) { q[i] = 1; k[i] = round ? 8192 : 512; }
+        tw_step_set_kv_elem(round == 2 ? 1 : 2);
         tw_step_set(64, q, k, 32, 8, 128);
         /* one unmeasured replay first: the first replay at a new context also pays one-off host work (the
          * prediction's miss) that the events see but the graph's start does not include */
@@ -65,6 +67,9 @@ int main(void) {
     }
     /* without re-timing both replays take the same */
     CHECK(ms[1] > 3 * ms[0], "16x the context: the replay took %.4f ms against %.4f", ms[1], ms[0]);
+    /* a long-context decode reads K and V: at one byte per element about half the time (fixed costs stay) */
+    CHECK(ms[2] > 0.45 * ms[1] && ms[2] < 0.6 * ms[1], "fp8 KV cache: %.4f ms against %.4f in bf16", ms[2], ms[1]);
+    tw_step_set_kv_elem(2);
     if (!fails) printf("ALL OK\n");
     return fails != 0;
 }

@@ -374,6 +374,7 @@ uint64_t tw_predict(int dev, const tw_op *op);
  * shape per GPU. Kernels whose work lives in device memory (varlen FlashAttention, also inside full CUDA
  * graphs) are timed from it. */
 void tw_step_set(int nreq, const int32_t *q_lens, const int32_t *k_lens, int heads, int kv_heads, int head_dim);
+void tw_step_set_kv_elem(int bytes);   /* the KV cache's bytes per element: 2 (default) or 1 (fp8) */
 uint64_t tw_step_generation(void);    /* changes with every tw_step_set; 0 before the first */
 int tw_step_dependent(const tw_op *op); /* op's time comes from the step context when there is one */
 /* Seconds for a step-dependent op under the current context; 0 when op is not one or there is no context. */
