@@ -14,7 +14,11 @@ script times the same tiny nodes in several states of the GPU and samples its cl
   after_profiler     right after a torch.profiler session (CUPTI) over the same ops; _5s: 5 s later
   ramp        3 s of back-to-back replays of a 1024-node graph of 1-Ki-element adds, from idle
 
-    python3 predictors/calibration/clock_state_probe.py $OUT
+    python3 predictors/calibration/clock_state_probe.py $OUT          # the phases above
+    python3 predictors/calibration/clock_state_probe.py $OUT during   # idle, inside a profiler session, after
+
+Answer (predictors/data/h200/graph_nocupti_2026-12-04): neither the GPU's state nor the order nor the dtype;
+a torch.profiler session earlier in the process, which the elementwise section runs before timing each op.
 
 Writes $OUT/clock_state.json (per-node slopes by phase and op, replay times of the ramp) and $OUT/smi.csv
 (nvidia-smi every 50 ms; phase start times in clock_state.json are on the same wall clock).
