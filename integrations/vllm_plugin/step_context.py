@@ -11,7 +11,7 @@ shape, to the shim as soon as the batch is prepared. vLLM 0.24 runs Llama-family
 attention kernels took their launch's roofline: a Qwen2.5-32B-shaped model's decode step at batch 1 came out
 12% short of the H200's (16.7 ms against 19.0, vllm_32b_2026-12-03a). The context stays in force until the
 next step replaces it (warm-up and capture runs, which do not go through prepare_inputs, keep the last one).
-With an fp8 KV cache the attention model reads K, V and Q at one byte and multiplies at the fp8 rate.
+With an fp8 KV cache the attention model reads K, V and Q at one byte.
 """
 from __future__ import annotations
 

@@ -7,8 +7,8 @@
  * context length before the step's kernels are launched; the main attention kernel is then timed as
  *     t = t0 + per_tile * tiles + flops / (eff_c * peak) + bytes / (eff_m * bandwidth)
  * with flops = 4 * heads * head_dim * sum over requests of the (causal) query-key pairs, bytes the K/V
- * read once per request plus Q and O (K, V and Q at the KV cache's element size: fp8 halves them and
- * multiplies at the fp8 peak, tw_step_set_kv_elem), and tiles FA3's work tiles: per request and KV head, the query rows
+ * read once per request plus Q and O (K, V and Q at the KV cache's element size: fp8 halves them,
+ * tw_step_set_kv_elem), and tiles FA3's work tiles: per request and KV head, the query rows
  * of its head group (GQA-packed, q_i * heads / kv_heads) in blocks of 128. Compute and memory time add
  * rather than overlap (max): a step mixes compute-bound prefill tiles and memory-bound decode tiles, and the
  * persistent kernel spends the sum on them (vLLM 0.24's FA3 on the H200: with max() the mixed batches of
@@ -34,7 +34,7 @@ typedef struct {
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
 static step_ctx cur;
 /* bytes per element of the KV cache: 2 (bf16/fp16), 1 with vLLM's --kv-cache-dtype fp8, where FA3 also
- * reads the query quantized to fp8 and multiplies in fp8 (vLLM's attention layer quantizes it) */
+ * reads the query quantized to fp8 (vLLM's attention layer quantizes it) */
 static _Atomic int kv_elem_bytes = 2;
 
 void tw_step_set_kv_elem(int bytes) { atomic_store(&kv_elem_bytes, bytes == 1 ? 1 : 2); }
@@ -98,7 +98,8 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     /* K, V and Q read at the cache's element size, O written in bf16 */
     double e = atomic_load(&kv_elem_bytes);
     double bytes = c.head_dim * (e * (2 * c.sum_k * c.kv_heads + c.sum_q * c.heads) + 2.0 * c.sum_q * c.heads);
-    double peak = e == 1 && spec->peak_flops_fp8 > 0 ? spec->peak_flops_fp8 : spec->peak_flops_bf16;
-    double tc = flops / (coef[1] * peak), tm = bytes / (coef[2] * spec->mem_bw);
+    /* at the bf16 rate with an fp8 cache too: vLLM's fp8 FA3 prefill took 1.6-1.8x what the fp8 peak gives
+     * (predictors/data/h200/vllm_kvfp8_kernels_2026-12-04) */
+    double tc = flops / (coef[1] * spec->peak_flops_bf16), tm = bytes / (coef[2] * spec->mem_bw);
     return (coef[0] + coef[3] * c.tiles) * 1e-9 + tc + tm;
 }
