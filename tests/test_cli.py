@@ -67,6 +67,40 @@ def test_a_killed_process_still_appears_in_the_report(tmp_path):
     assert not list(tmp_path.glob("report.jsonl.*.live"))
 
 
+def test_a_killed_processs_trace_is_its_snapshots_appended(tmp_path):
+    """A process that never exits keeps the trace its running snapshots wrote, valid JSON and complete up to
+    the last snapshot (shim_c/core/trace.c appends each snapshot's new records and closes the JSON again)."""
+    import json
+    import os
+    import sys
+    import textwrap
+    prog = tmp_path / "killed.py"
+    prog.write_text(textwrap.dedent("""
+        import os, signal, torch
+        def up():
+            return float(open("/proc/uptime").read().split()[0])
+        a = torch.randn(256, 256, device="cuda")
+        u0 = up()
+        while up() - u0 < 4.5:
+            for _ in range(5000):
+                a.add_(1)
+        os.kill(os.getpid(), signal.SIGKILL)
+    """))
+    trace = tmp_path / "trace.json"
+    # a snapshot of the trace with every report snapshot (2 s of real time) instead of every 20 s
+    env = dict(os.environ, TIMEWARP_TRACE_SNAPSHOT_S="0")
+    p = subprocess.run(timewarp_cmd("run", "--trace", str(trace), "--", sys.executable, str(prog)),
+                       capture_output=True, text=True, timeout=300, env=env)
+    assert p.returncode == 137, p.stderr[-2000:]
+    events = json.loads(trace.read_text())["traceEvents"]      # valid JSON: each append re-closes it
+    adds = [e for e in events if "AddFunctor" in e["name"] or "add" in e["name"].lower()]
+    # the first snapshot comes with the 4096th launch; only appends can have brought the rest
+    assert len(adds) > 3 * 4096, len(adds)
+    ts = [e["ts"] for e in adds]
+    assert ts == sorted(ts)
+    assert not list(tmp_path.glob("trace.json.*.tmp"))
+
+
 def test_validate_names_the_gpus_it_has_measurements_for():
     p = subprocess.run(timewarp_cmd("validate", "--gpu", "A100"), capture_output=True, text=True)
     assert p.returncode == 1

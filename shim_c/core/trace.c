@@ -14,6 +14,7 @@
 typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, issued, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer, pinned, ptr_args; int64_t rows[2]; } rec;
 static rec *recs;
 static size_t nrecs, caprecs, maxrecs = 2000000;
+static int64_t trace_every_ns = 20000000000LL;   /* a running process's trace snapshots (TIMEWARP_TRACE_SNAPSHOT_S) */
 static int tracing;
 static const char *trace_path, *report_path;
 void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t issued);
@@ -31,6 +32,8 @@ void tw_trace_init(void) {
     tracing = trace_path && *trace_path;
     const char *m = getenv("TIMEWARP_TRACE_MAX");
     if (m) maxrecs = strtoull(m, NULL, 0);
+    const char *e = getenv("TIMEWARP_TRACE_SNAPSHOT_S");
+    if (e) trace_every_ns = (int64_t)(strtod(e, NULL) * 1e9);
 }
 
 /* called with tw_lock held */
@@ -60,41 +63,66 @@ static void json_str(FILE *f, const char *s) {
     fputc('"', f);
 }
 
-/* Written through a temporary file and a rename, so a reader never sees half a trace. A process that ran
- * nothing on a GPU writes none: with several processes (vLLM's API server, engine core and benchmark
- * client) the file is the one that did the GPU work. */
+static void write_rec(FILE *f, size_t i) {
+    rec *r = &recs[i];
+    fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
+            (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
+    json_str(f, r->k ? r->k->name : r->label);
+    fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"layer\":\"%s\",\"issued\":%.3f", r->grid[0],
+            r->grid[1], r->grid[2], r->block[0], r->block[1], r->block[2], tw_layer_name(r->layer), r->issued / 1e3);
+    if (r->ann.kind == TW_ANN_GEMM)
+        fprintf(f, ",\"gemm\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld,\"ta\":%d,\"tb\":%d,\"a\":%d,\"b\":%d,\"c\":%d,"
+                   "\"compute\":%d,\"epilogue\":%d}", (long long)r->ann.u.gemm.m, (long long)r->ann.u.gemm.n,
+                (long long)r->ann.u.gemm.k, (long long)r->ann.u.gemm.batch, r->ann.u.gemm.trans_a, r->ann.u.gemm.trans_b,
+                r->ann.u.gemm.a_type, r->ann.u.gemm.b_type, r->ann.u.gemm.c_type, r->ann.u.gemm.compute_type,
+                r->ann.u.gemm.epilogue);
+    else if (r->ann.kind == TW_ANN_ATTENTION)
+        fprintf(f, ",\"attention\":{\"batch\":%lld,\"q\":%lld,\"kv\":%lld,\"heads\":%lld,\"kv_heads\":%lld,\"d\":%lld,"
+                   "\"causal\":%d,\"dtype\":%d}", (long long)r->ann.u.attn.batch, (long long)r->ann.u.attn.q_len,
+                (long long)r->ann.u.attn.kv_len, (long long)r->ann.u.attn.heads, (long long)r->ann.u.attn.kv_heads,
+                (long long)r->ann.u.attn.head_dim, r->ann.u.attn.causal, r->ann.u.attn.dtype);
+    if (r->kind == TW_OP_MEMCPY || r->kind == TW_OP_MEMSET) fprintf(f, ",\"bytes\":%zu,\"dir\":%d,\"pinned\":%d", r->bytes, r->dir, r->pinned);
+    if (r->rows[0] > 0) fprintf(f, ",\"rows\":[%lld,%lld]", (long long)r->rows[0], (long long)r->rows[1]);
+    if (r->ptr_args > 0) fprintf(f, ",\"ptr_args\":%d", r->ptr_args);
+    fprintf(f, "}}\n");
+}
+
+/* The trace is written incrementally: each write appends the records since the last one, then the closing
+ * "]}", which the next write overwrites. Why: a process that may be killed (vLLM's engine core) writes
+ * snapshots while it runs, and rewriting a trace of a million records (300 MB) every 20 s held the shim's
+ * lock for seconds and perturbed the run's timing (case 3 TPOT +53%, docs/LIMITATIONS.md). The first write
+ * goes to a temporary file renamed into place, so a reader never sees a partial first trace; later appends
+ * land in the same file, a reader of a killed process's trace sees the last complete snapshot unless the
+ * kill came during an append. A process that ran nothing on a GPU writes none: with several processes
+ * (vLLM's API server, engine core and benchmark client) the file is the one that did the GPU work. */
+static FILE *trace_f;
+static size_t trace_done;   /* records already in the file */
+static long trace_tail;     /* the file offset of the closing "]}" */
+static pid_t trace_pid;     /* the process that opened trace_f: a forked child starts a file of its own */
+
 static void write_trace(void) {
-    if (!nrecs) return;
-    char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%d.tmp", trace_path, (int)getpid());
-    FILE *f = fopen(tmp, "w");
-    if (!f) { tw_log("cannot write trace %s", tmp); return; }
-    fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    for (size_t i = 0; i < nrecs; i++) {
-        rec *r = &recs[i];
-        fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
-                (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
-        json_str(f, r->k ? r->k->name : r->label);
-        fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"layer\":\"%s\",\"issued\":%.3f", r->grid[0],
-                r->grid[1], r->grid[2], r->block[0], r->block[1], r->block[2], tw_layer_name(r->layer), r->issued / 1e3);
-        if (r->ann.kind == TW_ANN_GEMM)
-            fprintf(f, ",\"gemm\":{\"m\":%lld,\"n\":%lld,\"k\":%lld,\"batch\":%lld,\"ta\":%d,\"tb\":%d,\"a\":%d,\"b\":%d,\"c\":%d,"
-                       "\"compute\":%d,\"epilogue\":%d}", (long long)r->ann.u.gemm.m, (long long)r->ann.u.gemm.n,
-                    (long long)r->ann.u.gemm.k, (long long)r->ann.u.gemm.batch, r->ann.u.gemm.trans_a, r->ann.u.gemm.trans_b,
-                    r->ann.u.gemm.a_type, r->ann.u.gemm.b_type, r->ann.u.gemm.c_type, r->ann.u.gemm.compute_type,
-                    r->ann.u.gemm.epilogue);
-        else if (r->ann.kind == TW_ANN_ATTENTION)
-            fprintf(f, ",\"attention\":{\"batch\":%lld,\"q\":%lld,\"kv\":%lld,\"heads\":%lld,\"kv_heads\":%lld,\"d\":%lld,"
-                       "\"causal\":%d,\"dtype\":%d}", (long long)r->ann.u.attn.batch, (long long)r->ann.u.attn.q_len,
-                    (long long)r->ann.u.attn.kv_len, (long long)r->ann.u.attn.heads, (long long)r->ann.u.attn.kv_heads,
-                    (long long)r->ann.u.attn.head_dim, r->ann.u.attn.causal, r->ann.u.attn.dtype);
-        if (r->kind == TW_OP_MEMCPY || r->kind == TW_OP_MEMSET) fprintf(f, ",\"bytes\":%zu,\"dir\":%d,\"pinned\":%d", r->bytes, r->dir, r->pinned);
-        if (r->rows[0] > 0) fprintf(f, ",\"rows\":[%lld,%lld]", (long long)r->rows[0], (long long)r->rows[1]);
-        if (r->ptr_args > 0) fprintf(f, ",\"ptr_args\":%d", r->ptr_args);
-        fprintf(f, "}}\n");
+    if (trace_f && trace_pid != getpid()) { trace_f = NULL; trace_done = 0; }
+    if (!nrecs || nrecs == trace_done) return;
+    if (!trace_f) {
+        char tmp[4200];
+        snprintf(tmp, sizeof tmp, "%s.%d.tmp", trace_path, (int)getpid());
+        FILE *f = fopen(tmp, "w");
+        if (!f) { tw_log("cannot write trace %s", tmp); return; }
+        fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
+        for (size_t i = 0; i < nrecs; i++) write_rec(f, i);
+        trace_tail = ftell(f);
+        fprintf(f, "]}\n");
+        if (fflush(f) != 0 || rename(tmp, trace_path) != 0) { fclose(f); unlink(tmp); return; }
+        trace_f = f;
+        trace_pid = getpid();
+    } else {
+        if (fseek(trace_f, trace_tail, SEEK_SET) != 0) return;
+        for (size_t i = trace_done; i < nrecs; i++) write_rec(trace_f, i);
+        trace_tail = ftell(trace_f);
+        fprintf(trace_f, "]}\n");
+        fflush(trace_f);
     }
-    fprintf(f, "]}\n");
-    if (fclose(f) == 0) rename(tmp, trace_path); else unlink(tmp);
+    trace_done = nrecs;
 }
 
 struct unimpl_ctx { FILE *f; int n; };
@@ -162,7 +190,7 @@ void tw_report_snapshot_maybe(void) {
     /* the trace too, less often (it can be tens of MB): a killed process keeps its timeline up to here */
     static int64_t last_trace_ns;
     static size_t last_trace_recs;
-    if (tracing && nrecs != last_trace_recs && now_ns - last_trace_ns >= 20000000000LL) {
+    if (tracing && nrecs != last_trace_recs && now_ns - last_trace_ns >= trace_every_ns) {
         TW_LOCK();
         write_trace();
         TW_UNLOCK();
