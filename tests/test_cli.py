@@ -38,23 +38,30 @@ def test_a_missing_redirector_is_explained():
     assert "LD_AUDIT redirector" in p.stderr and "did not load" in p.stderr
 
 
-def test_a_killed_process_still_appears_in_the_report(tmp_path):
-    """vLLM kills its engine process at shutdown: its last snapshot stands in for the report line it never
-    wrote."""
-    import json
+def _killed_program(tmp_path, seconds: float):
+    """A program that launches small kernels for `seconds` of real time, then kills itself (SIGKILL: no exit
+    path runs), as vLLM's engine process ends."""
     import textwrap
     prog = tmp_path / "killed.py"
-    prog.write_text(textwrap.dedent("""
+    prog.write_text(textwrap.dedent(f"""
         import os, signal, torch
         def up():  # real time (/proc/uptime is not virtualised): snapshots are taken every 2 s of it
             return float(open("/proc/uptime").read().split()[0])
         a = torch.randn(256, 256, device="cuda")
         u0 = up()
-        while up() - u0 < 3:
+        while up() - u0 < {seconds}:
             for _ in range(5000):
                 a.add_(1)
         os.kill(os.getpid(), signal.SIGKILL)
     """))
+    return prog
+
+
+def test_a_killed_process_still_appears_in_the_report(tmp_path):
+    """vLLM kills its engine process at shutdown: its last snapshot stands in for the report line it never
+    wrote."""
+    import json
+    prog = _killed_program(tmp_path, 3)
     report = tmp_path / "report.jsonl"
     import sys
     p = subprocess.run(timewarp_cmd("run", "--report", str(report), "--", sys.executable, str(prog)),
@@ -73,19 +80,7 @@ def test_a_killed_processs_trace_is_its_snapshots_appended(tmp_path):
     import json
     import os
     import sys
-    import textwrap
-    prog = tmp_path / "killed.py"
-    prog.write_text(textwrap.dedent("""
-        import os, signal, torch
-        def up():
-            return float(open("/proc/uptime").read().split()[0])
-        a = torch.randn(256, 256, device="cuda")
-        u0 = up()
-        while up() - u0 < 4.5:
-            for _ in range(5000):
-                a.add_(1)
-        os.kill(os.getpid(), signal.SIGKILL)
-    """))
+    prog = _killed_program(tmp_path, 4.5)
     trace = tmp_path / "trace.json"
     # a snapshot of the trace with every report snapshot (2 s of real time) instead of every 20 s
     env = dict(os.environ, TIMEWARP_TRACE_SNAPSHOT_S="0")

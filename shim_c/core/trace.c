@@ -103,24 +103,23 @@ static pid_t trace_pid;     /* the process that opened trace_f: a forked child s
 static void write_trace(void) {
     if (trace_f && trace_pid != getpid()) { trace_f = NULL; trace_done = 0; }
     if (!nrecs || nrecs == trace_done) return;
-    if (!trace_f) {
-        char tmp[4200];
+    char tmp[4200];
+    FILE *f = trace_f;
+    if (!f) {   /* the first write: the header, all of it, then the rename */
         snprintf(tmp, sizeof tmp, "%s.%d.tmp", trace_path, (int)getpid());
-        FILE *f = fopen(tmp, "w");
-        if (!f) { tw_log("cannot write trace %s", tmp); return; }
+        if (!(f = fopen(tmp, "w"))) { tw_log("cannot write trace %s", tmp); return; }
         fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-        for (size_t i = 0; i < nrecs; i++) write_rec(f, i);
-        trace_tail = ftell(f);
-        fprintf(f, "]}\n");
-        if (fflush(f) != 0 || rename(tmp, trace_path) != 0) { fclose(f); unlink(tmp); return; }
+    } else if (fseek(f, trace_tail, SEEK_SET) != 0) {
+        return;
+    }
+    for (size_t i = trace_done; i < nrecs; i++) write_rec(f, i);
+    trace_tail = ftell(f);
+    fprintf(f, "]}\n");
+    int ok = fflush(f) == 0;
+    if (!trace_f) {
+        if (!ok || rename(tmp, trace_path) != 0) { fclose(f); unlink(tmp); return; }
         trace_f = f;
         trace_pid = getpid();
-    } else {
-        if (fseek(trace_f, trace_tail, SEEK_SET) != 0) return;
-        for (size_t i = trace_done; i < nrecs; i++) write_rec(trace_f, i);
-        trace_tail = ftell(trace_f);
-        fprintf(trace_f, "]}\n");
-        fflush(trace_f);
     }
     trace_done = nrecs;
 }
@@ -187,15 +186,13 @@ void tw_report_snapshot_maybe(void) {
     if (now_ns - last_ns < 2000000000) return;
     last_ns = now_ns;
     tw_charge_pause();   /* the emulator's bookkeeping is not the program's host time */
-    /* the trace too, less often (it can be tens of MB): a killed process keeps its timeline up to here */
+    /* the trace too, less often (its new records: tens of MB): a killed process keeps its timeline up to here */
     static int64_t last_trace_ns;
-    static size_t last_trace_recs;
-    if (tracing && nrecs != last_trace_recs && now_ns - last_trace_ns >= trace_every_ns) {
+    if (tracing && nrecs != trace_done && now_ns - last_trace_ns >= trace_every_ns) {
         TW_LOCK();
         write_trace();
         TW_UNLOCK();
         last_trace_ns = now_ns;
-        last_trace_recs = nrecs;
     }
     size_t len = 0;
     char *line = report_line(tw_now(), 1, &len);
