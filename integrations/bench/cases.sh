@@ -9,13 +9,28 @@
 # from the twentieth session's changes (chosen before they were measured): a middle concurrency with middle
 # lengths, 64 long-ish prompts with short outputs, three long prompts with long decodes; 18-21: held out from
 # the twenty-sixth session's changes (chosen before either side ran them): 40 short prompts with long outputs,
-# six 2,048-token prompts at a time, 96 mid-length ones, 24 long prompts with long outputs.
+# six 2,048-token prompts at a time, 96 mid-length ones, 24 long prompts with long outputs; 22-24: the first
+# open-loop cases (35th session, chosen before either side ran them): requests sent at RATE per second
+# (Poisson arrivals, `--request-rate`) with lengths drawn within +-RATIO of I and O (`--random-range-ratio`):
+# a light load of mid-length prompts, a load near the engine's capacity, a few long prompts of spread length.
+# SPEC: case -> "C I O N [RATE RATIO]" (RATE and RATIO absent: all at once, fixed lengths).
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
                  [7]="4 128 512 16" [8]="256 256 128 512" [9]="48 3072 64 96" [10]="24 768 192 72" \
                  [11]="96 512 128 192" [12]="2 1024 256 12" [13]="48 256 64 144" [14]="128 256 256 256" \
                  [15]="12 640 160 48" [16]="64 1280 96 128" [17]="3 1792 384 9" \
-                 [18]="40 256 192 120" [19]="6 2048 128 24" [20]="96 1024 160 192" [21]="24 1536 224 72")
+                 [18]="40 256 192 120" [19]="6 2048 128 24" [20]="96 1024 160 192" [21]="24 1536 224 72" \
+                 [22]="64 512 128 200 8 0.5" [23]="256 1024 256 300 24 0.3" [24]="8 2048 64 48 3 0.8")
+
+# dataset_args K: `vllm bench serve`'s workload arguments for case K (the random dataset, --ignore-eos, its
+# prompts and concurrency, and for an open-loop case its request rate and length spread), the same on both sides;
+# vLLM seeds the lengths and the arrival times (--seed, 0 by default), so both sides send the same requests
+dataset_args() {
+  local C I O N RATE RATIO
+  read -r C I O N RATE RATIO <<< "${SPEC[$1]}"
+  echo "--dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N --max-concurrency $C" \
+       ${RATE:+--request-rate $RATE} ${RATIO:+--random-range-ratio $RATIO}
+}
 
 # case_name K DIR: caseK, or caseKr when DIR already holds caseK.json (a repeated case keeps both results)
 case_name() { if [ -f "$2/case$1.json" ]; then echo "case${1}r"; else echo "case$1"; fi; }

@@ -40,8 +40,7 @@ for k in $CASES; do
   proc_cpu $PY "$name start" $srv >> "$OUT/proc_cpu.txt"
   TIMEFORMAT="$name client user=%U sys=%S wall=%R"
   { time PYTHONUNBUFFERED=1 $PY -m vllm.entrypoints.cli.main bench serve --backend vllm --port $PORT --model "$MODEL" --tokenizer "$TOKENIZER" \
-      --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
-      --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json 2>&1 \
+      $(dataset_args $k) --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json 2>&1 \
     | main_marks $PY $name $$ "$OUT" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
   proc_cpu $PY "$name end" $srv >> "$OUT/proc_cpu.txt"
   echo "$name rc=$rc $(awk "BEGIN{print $(real) - $t1}") s wall" | tee -a "$OUT/wall.txt"

@@ -67,8 +67,7 @@ if [ $ready = 1 ]; then
     note "prof_case$k: C=$C I=$I O=$O N=$N under the profiler"
     echo "prof_case$k start $(mono_ns python3)" >> "$OUT/marks.txt"
     timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --profile --seed 7 \
-      --model "$MODEL" --tokenizer "$TOKENIZER" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
-      --num-prompts $N --max-concurrency $C --save-result --result-dir "$OUT" --result-filename prof_case$k.json \
+      --model "$MODEL" --tokenizer "$TOKENIZER" $(dataset_args $k) --save-result --result-dir "$OUT" --result-filename prof_case$k.json \
       >> "$OUT/bench.log" 2>&1
     note "prof_case$k rc=$?"
     echo "prof_case$k end $(mono_ns python3)" >> "$OUT/marks.txt"
@@ -97,8 +96,8 @@ if [ $ready = 1 ]; then
     proc_cpu python3 "$name start" $srv >> "$OUT/proc_cpu.txt"
     TIMEFORMAT="$name client user=%U sys=%S wall=%R"
     { time timeout $left python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 \
-      --model "$MODEL" --tokenizer "$TOKENIZER" --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos \
-      --num-prompts $N --max-concurrency $C --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
+      --model "$MODEL" --tokenizer "$TOKENIZER" $(dataset_args $k) \
+      --save-result --save-detailed --result-dir "$OUT" --result-filename $name.json \
       2>&1 | main_marks python3 $name $$ "$OUT" >> "$OUT/bench.log" ; rc=${PIPESTATUS[0]} ; } 2>> "$OUT/proc_cpu.txt"
     proc_cpu python3 "$name end" $srv >> "$OUT/proc_cpu.txt"
     note "$name rc=$rc"
