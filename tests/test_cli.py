@@ -38,20 +38,26 @@ def test_a_missing_redirector_is_explained():
     assert "LD_AUDIT redirector" in p.stderr and "did not load" in p.stderr
 
 
-def _killed_program(tmp_path, seconds: float):
+def _killed_program(tmp_path, seconds: float, midway: str = "def midway(): pass"):
     """A program that launches small kernels for `seconds` of real time, then kills itself (SIGKILL: no exit
-    path runs), as vLLM's engine process ends."""
+    path runs), as vLLM's engine process ends. `midway`: the source of a function midway(), called once,
+    halfway."""
     import textwrap
     prog = tmp_path / "killed.py"
     prog.write_text(textwrap.dedent(f"""
-        import os, signal, torch
-        def up():  # real time (/proc/uptime is not virtualised): snapshots are taken every 2 s of it
+        import json, os, signal, torch
+        def up():  # real time (/proc/uptime is not virtualised): snapshots are taken on it
             return float(open("/proc/uptime").read().split()[0])
+    """) + textwrap.dedent(midway) + textwrap.dedent(f"""
         a = torch.randn(256, 256, device="cuda")
         u0 = up()
+        half = False
         while up() - u0 < {seconds}:
             for _ in range(5000):
                 a.add_(1)
+            if not half and up() - u0 > {seconds} / 2:
+                half = True
+                midway()
         os.kill(os.getpid(), signal.SIGKILL)
     """))
     return prog
@@ -76,20 +82,32 @@ def test_a_killed_process_still_appears_in_the_report(tmp_path):
 
 def test_a_killed_processs_trace_is_its_snapshots_appended(tmp_path):
     """A process that never exits keeps the trace its running snapshots wrote, valid JSON and complete up to
-    the last snapshot (shim_c/core/trace.c appends each snapshot's new records and closes the JSON again)."""
+    the last snapshot (shim_c/core/trace.c: a writer thread appends each snapshot's new records and closes
+    the JSON again). Halfway the program itself reads the trace written so far: valid, and shorter than the
+    final one, which only appends can have made."""
     import json
     import os
     import sys
-    prog = _killed_program(tmp_path, 4.5)
+    seen = tmp_path / "midway.txt"
+    prog = _killed_program(tmp_path, 4.5, midway=f"""
+        def midway():   # retried: a reader during an append sees a partial file; it is whole between appends
+            for _ in range(1000):
+                try:
+                    n = len(json.load(open(os.environ["TIMEWARP_TRACE"]))["traceEvents"])
+                    break
+                except ValueError:
+                    pass
+            open({str(seen)!r}, "w").write(str(n))
+    """)
     trace = tmp_path / "trace.json"
-    # a snapshot of the trace with every report snapshot (2 s of real time) instead of every 20 s
-    env = dict(os.environ, TIMEWARP_TRACE_SNAPSHOT_S="0")
+    env = dict(os.environ, TIMEWARP_TRACE_SNAPSHOT_S="1")   # a snapshot every second of real time, not every 20
     p = subprocess.run(timewarp_cmd("run", "--trace", str(trace), "--", sys.executable, str(prog)),
                        capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 137, p.stderr[-2000:]
     events = json.loads(trace.read_text())["traceEvents"]      # valid JSON: each append re-closes it
+    midway = int(seen.read_text())
+    assert 0 < midway < len(events), (midway, len(events))
     adds = [e for e in events if "AddFunctor" in e["name"] or "add" in e["name"].lower()]
-    # the first snapshot comes with the 4096th launch; only appends can have brought the rest
     assert len(adds) > 3 * 4096, len(adds)
     ts = [e["ts"] for e in adds]
     assert ts == sorted(ts)

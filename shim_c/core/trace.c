@@ -2,21 +2,38 @@
  * per-process report line (TIMEWARP_REPORT=file, JSON lines appended at exit) that `timewarp run`
  * summarises. */
 #define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/syscall.h>
+#include <time.h>
 #include "internal.h"
 #include "graph_internal.h"
+#include "tw/raw_syscall.h"
 
 typedef struct { const tw_kernel *k; const char *label; uint64_t start, end, issued, stream; int dev, kind; uint32_t grid[3], block[3]; tw_annotation ann; size_t bytes; int dir, layer, pinned, ptr_args; int64_t rows[2]; } rec;
-static rec *recs;
-static size_t nrecs, caprecs, maxrecs = 2000000;
-static int64_t trace_every_ns = 20000000000LL;   /* a running process's trace snapshots (TIMEWARP_TRACE_SNAPSHOT_S) */
+/* Records live in blocks that never move, so that the trace writer thread reads the ones before nrecs
+ * without the shim's lock while launches append more. */
+#define REC_BLOCK 65536
+#define REC_BLOCKS 16384
+static rec *blocks[REC_BLOCKS];
+static size_t nrecs, maxrecs = 2000000;   /* nrecs: written under tw_lock, read by the writer (acquire) */
+/* a running process's trace snapshots, in real time (TIMEWARP_TRACE_SNAPSHOT_S; 0: none, the trace is written at
+ * exit only). 2 s: vLLM kills its engine core at shutdown, and what came after its last snapshot is lost; at
+ * 20 s most of a short benchmark case was (the writer thread makes frequent snapshots cheap for the program) */
+static int64_t trace_every_ns = 2000000000LL;
 static int tracing;
 static const char *trace_path, *report_path;
+static int trace_writer_started;   /* in this process (a forked child starts its own) */
+static void start_trace_writer(void);
+static void trace_prefork(void), trace_postfork_parent(void), trace_postfork_child(void);
 void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t issued);
 
 /* Copies, not getenv's pointers: setproctitle (vLLM names its processes "VLLM::EngineCore") reuses the
@@ -34,6 +51,8 @@ void tw_trace_init(void) {
     if (m) maxrecs = strtoull(m, NULL, 0);
     const char *e = getenv("TIMEWARP_TRACE_SNAPSHOT_S");
     if (e) trace_every_ns = (int64_t)(strtod(e, NULL) * 1e9);
+    if (maxrecs > (size_t)REC_BLOCK * REC_BLOCKS) maxrecs = (size_t)REC_BLOCK * REC_BLOCKS;
+    if (tracing) pthread_atfork(trace_prefork, trace_postfork_parent, trace_postfork_child);
 }
 
 /* called with tw_lock held */
@@ -41,16 +60,13 @@ void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uin
     if (!tracing) return;
     if (op->kind == TW_OP_GRAPH && op->exec) { tw_graph_exec_trace(op->exec, dev, stream_id, start, issued); return; }
     if (nrecs >= maxrecs) return;
-    if (nrecs == caprecs) {
-        size_t nc = caprecs ? caprecs * 2 : 65536;
-        rec *nr = realloc(recs, nc * sizeof *nr);
-        if (!nr) return;
-        recs = nr; caprecs = nc;
-    }
-    rec *r = &recs[nrecs++];
-    *r = (rec){op->kernel, op->label, start, end, issued, stream_id, dev, op->kind, {op->grid[0], op->grid[1], op->grid[2]},
-               {op->block[0], op->block[1], op->block[2]}, op->ann, op->bytes, op->dir, op->layer,
-               op->pinned, op->ptr_args, {op->rows[0], op->rows[1]}};
+    rec **b = &blocks[nrecs / REC_BLOCK];
+    if (!*b && !(*b = malloc(REC_BLOCK * sizeof **b))) return;
+    (*b)[nrecs % REC_BLOCK] = (rec){op->kernel, op->label, start, end, issued, stream_id, dev, op->kind,
+               {op->grid[0], op->grid[1], op->grid[2]}, {op->block[0], op->block[1], op->block[2]}, op->ann, op->bytes,
+               op->dir, op->layer, op->pinned, op->ptr_args, {op->rows[0], op->rows[1]}};
+    __atomic_store_n(&nrecs, nrecs + 1, __ATOMIC_RELEASE);
+    if (!trace_writer_started) start_trace_writer();
 }
 
 static void json_str(FILE *f, const char *s) {
@@ -64,7 +80,7 @@ static void json_str(FILE *f, const char *s) {
 }
 
 static void write_rec(FILE *f, size_t i) {
-    rec *r = &recs[i];
+    const rec *r = &blocks[i / REC_BLOCK][i % REC_BLOCK];
     fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
             (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
     json_str(f, r->k ? r->k->name : r->label);
@@ -88,21 +104,21 @@ static void write_rec(FILE *f, size_t i) {
 }
 
 /* The trace is written incrementally: each write appends the records since the last one, then the closing
- * "]}", which the next write overwrites. Why: a process that may be killed (vLLM's engine core) writes
- * snapshots while it runs, and rewriting a trace of a million records (300 MB) every 20 s held the shim's
- * lock for seconds and perturbed the run's timing (case 3 TPOT +53%, docs/LIMITATIONS.md). The first write
- * goes to a temporary file renamed into place, so a reader never sees a partial first trace; later appends
- * land in the same file, a reader of a killed process's trace sees the last complete snapshot unless the
- * kill came during an append. A process that ran nothing on a GPU writes none: with several processes
- * (vLLM's API server, engine core and benchmark client) the file is the one that did the GPU work. */
+ * "]}", which the next write overwrites. Why: a process that may be killed (vLLM's engine core) must leave
+ * a trace while it runs, and rewriting a trace of a million records (300 MB) every 20 s perturbed the run's
+ * timing (case 3 TPOT +53%, docs/LIMITATIONS.md). The first write goes to a temporary file renamed into
+ * place, so a reader never sees a partial first trace; later appends land in the same file, a reader of a
+ * killed process's trace sees the last complete snapshot unless the kill came during an append. A process
+ * that ran nothing on a GPU writes none: with several processes (vLLM's API server, engine core and
+ * benchmark client) the file is the one that did the GPU work. Called with trace_file_lock held. */
 static FILE *trace_f;
 static size_t trace_done;   /* records already in the file */
 static long trace_tail;     /* the file offset of the closing "]}" */
-static pid_t trace_pid;     /* the process that opened trace_f: a forked child starts a file of its own */
+static pthread_mutex_t trace_file_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static void write_trace(void) {
-    if (trace_f && trace_pid != getpid()) { trace_f = NULL; trace_done = 0; }
-    if (!nrecs || nrecs == trace_done) return;
+    size_t n = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
+    if (!n || n == trace_done) return;
     char tmp[4200];
     FILE *f = trace_f;
     if (!f) {   /* the first write: the header, all of it, then the rename */
@@ -112,16 +128,63 @@ static void write_trace(void) {
     } else if (fseek(f, trace_tail, SEEK_SET) != 0) {
         return;
     }
-    for (size_t i = trace_done; i < nrecs; i++) write_rec(f, i);
+    for (size_t i = trace_done; i < n; i++) write_rec(f, i);
     trace_tail = ftell(f);
     fprintf(f, "]}\n");
     int ok = fflush(f) == 0;
     if (!trace_f) {
         if (!ok || rename(tmp, trace_path) != 0) { fclose(f); unlink(tmp); return; }
         trace_f = f;
-        trace_pid = getpid();
     }
-    trace_done = nrecs;
+    trace_done = n;
+}
+
+/* The snapshots of a running process are written by a thread of the shim's own, every trace_every_ns of
+ * real time. Written from the launching thread (under the shim's lock, which the launching thread held with
+ * Python's GIL), a snapshot of tens of MB stalled the program for 0.5-1 s of real time and still moved a
+ * served case's TPOT by up to +58%. This thread is created with libc's pthread_create, not the shim's (it
+ * takes no part in the time keeper), sleeps on the real clock, reads no clock the shim serves and is never
+ * charged: the program's threads do not wait for it. */
+static void *trace_writer_main(void *arg) {
+    (void)arg;
+    for (;;) {
+        struct timespec ts = {trace_every_ns / 1000000000, trace_every_ns % 1000000000};
+        while (tw_sys2(SYS_nanosleep, &ts, &ts) == -EINTR) {}
+        pthread_mutex_lock(&trace_file_lock);
+        write_trace();
+        pthread_mutex_unlock(&trace_file_lock);
+    }
+    return NULL;
+}
+
+/* fork: the child has no writer thread and must not inherit a lock its parent's writer held, nor the
+ * parent's file (a child starts a trace of its own, with every record it inherited). */
+static void trace_prefork(void) { pthread_mutex_lock(&trace_file_lock); }
+static void trace_postfork_parent(void) { pthread_mutex_unlock(&trace_file_lock); }
+static void trace_postfork_child(void) {
+    pthread_mutex_init(&trace_file_lock, NULL);
+    trace_f = NULL;
+    trace_done = 0;
+    trace_writer_started = 0;
+}
+
+/* called with tw_lock held, on this process's first record */
+static void start_trace_writer(void) {
+    trace_writer_started = 1;   /* set first: a failure is not retried at every launch */
+    if (trace_every_ns <= 0) return;
+    int (*real_create)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *) =
+        (int (*)(pthread_t *, const pthread_attr_t *, void *(*)(void *), void *))dlsym(RTLD_NEXT, "pthread_create");
+    if (!real_create) { tw_log("trace: no pthread_create; a killed process leaves no trace"); return; }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    sigset_t all, old;   /* the program's signals go to the program's threads */
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    pthread_t t;
+    if (real_create(&t, &attr, trace_writer_main, NULL) != 0) tw_log("trace: cannot start the writer thread");
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    pthread_attr_destroy(&attr);
 }
 
 struct unimpl_ctx { FILE *f; int n; };
@@ -186,14 +249,6 @@ void tw_report_snapshot_maybe(void) {
     if (now_ns - last_ns < 2000000000) return;
     last_ns = now_ns;
     tw_charge_pause();   /* the emulator's bookkeeping is not the program's host time */
-    /* the trace too, less often (its new records: tens of MB): a killed process keeps its timeline up to here */
-    static int64_t last_trace_ns;
-    if (tracing && nrecs != trace_done && now_ns - last_trace_ns >= trace_every_ns) {
-        TW_LOCK();
-        write_trace();
-        TW_UNLOCK();
-        last_trace_ns = now_ns;
-    }
     size_t len = 0;
     char *line = report_line(tw_now(), 1, &len);
     if (!line) { tw_charge_resume(); return; }
@@ -212,7 +267,11 @@ void tw_report_snapshot_maybe(void) {
 
 void tw_report_at_exit(void) {
     uint64_t now = tw_now();
-    if (tracing) write_trace();
+    if (tracing) {
+        pthread_mutex_lock(&trace_file_lock);
+        write_trace();
+        pthread_mutex_unlock(&trace_file_lock);
+    }
     if (!report_path || !*report_path) return;
     size_t len = 0;
     char *buf = report_line(now, 0, &len);
