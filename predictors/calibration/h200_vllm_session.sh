@@ -7,7 +7,8 @@
 #   STAGE=eagerprof  predictors/calibration/vllm_eager_profile.py (one prefill step, function by function)
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
 #                 integrations/bench/real_vllm_baseline.sh (CASES from the
-#                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines);
+#                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines,
+#                 NVML=1 predictors/calibration/nvml_sampler.py's clock and power every 10 ms);
 #                 everything in one $OUT/serve_bundle.tar.gz
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -35,7 +36,10 @@ case "${STAGE:?}" in
           # (PACE=0 skips it, to leave the time budget to the cases)
           [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure 20 > "$OUT/pace_before.json"
           [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure "${PACE_DURING_S:-240}" > "$OUT/pace_during.json" &
+          # NVML=1: the SM clock, power and throttle reasons every 10 ms through the cases (nvml_sampler.py)
+          [ "${NVML:-0}" = 1 ] && { python3 predictors/calibration/nvml_sampler.py "$OUT/nvml.csv" & nvml=$!; }
           PARTS=/root/parts bash integrations/bench/real_vllm_baseline.sh
+          [ -n "${nvml:-}" ] && { kill -TERM $nvml; wait $nvml; }
           wait
           [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure 20 > "$OUT/pace_after.json"
           # at most 8 files come back: one bundle
