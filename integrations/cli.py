@@ -3,6 +3,7 @@
     timewarp run [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict] [--] CMD ...
     timewarp demo [--gpu H200] [...] [-- DEMO-ARGS]
     timewarp vllm-bench [--gpu H200] [--model DIR] [--input-len N] [--output-len N] [--num-prompts N] [--concurrency N]
+                        [--request-rate R] [--range-ratio X]
     timewarp gpus
     timewarp env [--gpu H200] [--gpus N] [--report FILE] [--trace FILE] [--strict]
     timewarp validate [--gpu H200] [--sections ...] [--keep DIR] [--errors FILE] [--no-programs]
@@ -130,6 +131,12 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
 @click.option("--output-len", type=click.IntRange(1), default=128, show_default=True, help="Output tokens (--ignore-eos).")
 @click.option("--num-prompts", type=click.IntRange(1), default=32, show_default=True)
 @click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True, help="--max-concurrency.")
+@click.option("--request-rate", type=click.FloatRange(0, min_open=True), default=None,
+              help="Requests per second, Poisson arrivals (vLLM's --request-rate; default: all at once, up to "
+                   "--concurrency).")
+@click.option("--range-ratio", type=click.FloatRange(0, 1, max_open=True), default=0.0, show_default=True,
+              help="Draw input and output lengths within this ratio of --input-len and --output-len "
+                   "(vLLM's --random-range-ratio).")
 @click.option("--repeat", type=click.IntRange(1), default=1, show_default=True,
               help="Run the benchmark N times on the same server (the K-th with --seed K) and print each metric's "
                    "mean and range: host-bound metrics such as TTFT vary between runs on a shared machine.")
@@ -137,8 +144,8 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
 @click.option("--bench-arg", "bench_args", multiple=True, help="Extra argument for `vllm bench serve` (repeatable).")
 @click.option("--logs", type=click.Path(file_okay=False), default=None, help="Keep logs and the result JSON in DIR.")
 @click.pass_context
-def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency, repeat, serve_args, bench_args,
-               logs) -> None:
+def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency, request_rate, range_ratio, repeat,
+               serve_args, bench_args, logs) -> None:
     """Serve a model with `vllm serve` and benchmark it with `vllm bench serve`, both on the virtual GPU and one
     virtual clock; print the predicted TTFT, TPOT, ITL and throughput. Needs vLLM 0.24 installed."""
     import importlib.util
@@ -162,6 +169,10 @@ def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency,
                    f"({vb.EMBEDDED_MODEL})", err=True)
         serve_args = (*serve_args, f"--tokenizer={vb.EMBEDDED_MODEL}")
         bench_args = (*bench_args, f"--tokenizer={vb.EMBEDDED_MODEL}")
+    if request_rate is not None:
+        bench_args = ("--request-rate", str(request_rate), *bench_args)
+    if range_ratio:
+        bench_args = ("--random-range-ratio", str(range_ratio), *bench_args)
     workdir = os.path.abspath(logs) if logs else tempfile.mkdtemp(prefix="timewarp-vllm-bench-")
     spec = vb.Spec(model=model, port=vb.free_port(), input_len=input_len, output_len=output_len,
                    num_prompts=num_prompts, concurrency=concurrency, workdir=workdir,

@@ -91,6 +91,27 @@ def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
     assert re.search(r"TPOT mean\s+[\d.]+ ms\s+\([\d.]+ \.\. [\d.]+\)", r.stdout), r.stdout
 
 
+def test_an_open_loop_benchmark_sends_at_its_rate_on_the_virtual_clock(tmp_path):
+    """--request-rate: vLLM's client sleeps between requests (Poisson arrivals, scaled so that the last is sent
+    at N / rate seconds) on the virtual clock, and --range-ratio spreads the lengths. Eight requests at 4 a
+    second take at least 2 virtual seconds, where all at once they take a fraction of one (cases 22-24 of
+    integrations/bench/cases.sh measure such runs against the real H200)."""
+    logs = tmp_path / "logs"
+    timewarp = str(Path(sys.executable).parent / "timewarp")
+    r = subprocess.run([timewarp, "vllm-bench", "--input-len", "256", "--output-len", "16", "--num-prompts", "8",
+                        "--concurrency", "8", "--request-rate", "4", "--range-ratio", "0.5", "--bench-arg=--save-detailed",
+                        "--logs", str(logs)],
+                       capture_output=True, text=True, timeout=1500, cwd=REPO)
+    assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
+    result = json.loads((logs / "result.json").read_text())
+    assert result["completed"] == 8 and result["failed"] == 0
+    assert result["request_rate"] == 4.0
+    assert 2.0 <= result["duration"] < 4.0, result["duration"]
+    # lengths drawn within +-50%: not all alike, and each output exactly its drawn length (--ignore-eos)
+    assert len(set(result["output_lens"])) > 1 and all(8 <= n <= 24 for n in result["output_lens"])
+    assert result["total_output_tokens"] == sum(result["output_lens"])
+
+
 def test_a_v1_runner_model_without_a_tokenizer_gets_its_attention_timed_from_the_step(tmp_path):
     """vLLM 0.24 serves Qwen2 models on its V1 runner (Llama ones on the V2 runner). A Qwen2.5-32B-shaped
     folder holds only config.json: vllm-bench serves it with the embedded model's tokenizer. The real H200
