@@ -130,7 +130,8 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
 @click.option("--input-len", type=click.IntRange(1), default=512, show_default=True, help="Prompt tokens.")
 @click.option("--output-len", type=click.IntRange(1), default=128, show_default=True, help="Output tokens (--ignore-eos).")
 @click.option("--num-prompts", type=click.IntRange(1), default=32, show_default=True)
-@click.option("--concurrency", type=click.IntRange(1), default=8, show_default=True, help="--max-concurrency.")
+@click.option("--concurrency", type=click.IntRange(1), default=None,
+              help="--max-concurrency. [default: 8; with --request-rate, no limit]")
 @click.option("--request-rate", type=click.FloatRange(0, min_open=True), default=None,
               help="Requests per second, Poisson arrivals (vLLM's --request-rate; default: all at once, up to "
                    "--concurrency).")
@@ -171,6 +172,8 @@ def vllm_bench(ctx, gpu, model, input_len, output_len, num_prompts, concurrency,
         bench_args = (*bench_args, f"--tokenizer={vb.EMBEDDED_MODEL}")
     if request_rate is not None:
         bench_args = ("--request-rate", str(request_rate), *bench_args)
+    elif concurrency is None:
+        concurrency = 8   # all at once: a limit is what makes it a benchmark of that many streams
     if range_ratio:
         bench_args = ("--random-range-ratio", str(range_ratio), *bench_args)
     workdir = os.path.abspath(logs) if logs else tempfile.mkdtemp(prefix="timewarp-vllm-bench-")

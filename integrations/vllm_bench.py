@@ -1,7 +1,8 @@
 """`timewarp vllm-bench`: vLLM's own server and benchmark client on one virtual clock, and what they predict.
 
     timewarp vllm-bench [--gpu H200] [--model DIR] [--input-len 512] [--output-len 128] [--num-prompts 32]
-                        [--concurrency 8] [--repeat 1] [--serve-arg ARG ...] [--bench-arg ARG ...] [--logs DIR]
+                        [--concurrency 8] [--request-rate R] [--range-ratio X] [--repeat 1]
+                        [--serve-arg ARG ...] [--bench-arg ARG ...] [--logs DIR]
 
 Two halves:
 - the driver (`python -m timewarp.integrations.vllm_bench --driver SPEC.json`), which runs under emulation
@@ -47,7 +48,7 @@ class Spec:
     input_len: int
     output_len: int
     num_prompts: int
-    concurrency: int
+    concurrency: int | None   # None: no --max-concurrency (an open-loop run sends at its rate)
     workdir: str
     serve_args: list[str] = field(default_factory=list)
     bench_args: list[str] = field(default_factory=list)
@@ -139,7 +140,8 @@ def drive(spec: Spec) -> int:
             cmd = _vllm("bench", "serve", "--backend", "vllm", "--port", str(spec.port), "--model", spec.model,
                         "--dataset-name", "random", "--random-input-len", str(spec.input_len),
                         "--random-output-len", str(spec.output_len), "--ignore-eos",
-                        "--num-prompts", str(spec.num_prompts), "--max-concurrency", str(spec.concurrency),
+                        "--num-prompts", str(spec.num_prompts),
+                        *(["--max-concurrency", str(spec.concurrency)] if spec.concurrency else []),
                         "--save-result", "--result-dir", str(result.parent),
                         "--result-filename", result.name, *seed, *spec.bench_args)
             with open(spec.bench_log, "ab") as log:

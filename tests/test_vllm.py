@@ -99,13 +99,14 @@ def test_an_open_loop_benchmark_sends_at_its_rate_on_the_virtual_clock(tmp_path)
     logs = tmp_path / "logs"
     timewarp = str(Path(sys.executable).parent / "timewarp")
     r = subprocess.run([timewarp, "vllm-bench", "--input-len", "256", "--output-len", "16", "--num-prompts", "8",
-                        "--concurrency", "8", "--request-rate", "4", "--range-ratio", "0.5", "--bench-arg=--save-detailed",
+                        "--request-rate", "4", "--range-ratio", "0.5", "--bench-arg=--save-detailed",
                         "--logs", str(logs)],
                        capture_output=True, text=True, timeout=1500, cwd=REPO)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
     result = json.loads((logs / "result.json").read_text())
     assert result["completed"] == 8 and result["failed"] == 0
     assert result["request_rate"] == 4.0
+    assert result["max_concurrency"] is None   # with a rate, no concurrency limit unless one is asked for
     assert 2.0 <= result["duration"] < 4.0, result["duration"]
     # lengths drawn within +-50%: not all alike, and each output exactly its drawn length (--ignore-eos)
     assert len(set(result["output_lens"])) > 1 and all(8 <= n <= 24 for n in result["output_lens"])
