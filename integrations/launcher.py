@@ -368,6 +368,50 @@ class CommandError(Exception):
         return self.message
 
 
+TRACE_END = b"]}\n"    # what shim_c/core/trace.c writes after every append
+RECORD_END = b"}}\n"   # the end of each record's line (names are JSON-escaped: no newline inside one)
+
+
+def close_trace(path: str | os.PathLike) -> str | None:
+    """A trace whose process was killed while its writer thread appended (vLLM kills its engine core at
+    shutdown) ends inside a record: cut it after the last whole record and close the JSON again. One killed
+    during its first write left only `<trace>.<pid>.tmp`, which becomes the trace. Returns what was mended,
+    or None."""
+    p = Path(path)
+    note = None
+    tmps = sorted(p.parent.glob(p.name + ".*.tmp"), key=lambda t: t.stat().st_mtime)
+    if not p.exists() and tmps:
+        tmps.pop().replace(p)
+        note = "its process was killed during the first write"
+    for t in tmps:   # a first write whose process was killed, beside a trace another process finished
+        t.unlink(missing_ok=True)
+    if not p.exists():
+        return note
+    with open(p, "rb+") as f:
+        size = f.seek(0, os.SEEK_END)
+        f.seek(max(0, size - len(TRACE_END)))
+        if f.read() == TRACE_END and note is None:
+            return None
+        # the last whole record, searched backwards a chunk at a time (a trace can be hundreds of MB)
+        end, pos, tail = None, size, b""
+        while pos > 0 and end is None:
+            start = max(0, pos - (1 << 20))
+            f.seek(start)
+            chunk = f.read(pos - start) + tail
+            i = chunk.rfind(RECORD_END)
+            if i >= 0:
+                end = start + i + len(RECORD_END)
+            pos, tail = start, chunk[:len(RECORD_END)]
+        if end is None:   # not one whole record: keep the header alone
+            f.seek(0)
+            head = f.read(4096)
+            end = head.find(b"[\n") + 2 if b"[\n" in head else 0
+        f.truncate(end)
+        f.seek(end)
+        f.write(TRACE_END)
+    return note or "its process was killed while appending; cut after the last whole record"
+
+
 def resolve_command(argv0: str, path: str | None) -> str:
     """The executable for argv0, or CommandError with bash's message and code (127 not found, 126 not
     executable)."""
@@ -574,6 +618,10 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                 pace = coord.clock.pace_summary
                 coord = None
         rep.absorb_live()
+        try:
+            mended = close_trace(trace) if trace is not None else None
+        except OSError as e:   # the run's results stand; say why the trace may be cut
+            mended = f"not checked: {e}"
         if summary:
             lines = summarize(rep.records(), gpu_name)
             if lines and pace and "failed" in pace:
@@ -595,7 +643,7 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                 if report is not None:
                     lines.append(f"  report: {rep.path}")
                 if trace is not None:
-                    lines.append(f"  trace: {os.path.abspath(trace)}")
+                    lines.append(f"  trace: {os.path.abspath(trace)}" + (f" ({mended})" if mended else ""))
                 sys.stderr.write("\n".join(lines) + "\n")
                 sys.stderr.flush()
     finally:

@@ -104,7 +104,8 @@ def test_a_killed_processs_trace_is_its_snapshots_appended(tmp_path):
     p = subprocess.run(timewarp_cmd("run", "--trace", str(trace), "--", sys.executable, str(prog)),
                        capture_output=True, text=True, timeout=300, env=env)
     assert p.returncode == 137, p.stderr[-2000:]
-    events = json.loads(trace.read_text())["traceEvents"]      # valid JSON: each append re-closes it
+    # valid JSON: each append re-closes it, and the launcher closes one the kill cut mid-append
+    events = json.loads(trace.read_text())["traceEvents"]
     midway = int(seen.read_text())
     assert 0 < midway < len(events), (midway, len(events))
     adds = [e for e in events if "AddFunctor" in e["name"] or "add" in e["name"].lower()]
@@ -112,6 +113,32 @@ def test_a_killed_processs_trace_is_its_snapshots_appended(tmp_path):
     ts = [e["ts"] for e in adds]
     assert ts == sorted(ts)
     assert not list(tmp_path.glob("trace.json.*.tmp"))
+
+
+def test_a_trace_cut_by_a_kill_is_closed_after_its_last_whole_record(tmp_path):
+    """vLLM kills its engine core whenever it likes, also while the trace writer thread appends: the launcher
+    cuts the trace after the last whole record and closes the JSON; a whole trace is left as it is, and a
+    first write cut by the kill (only the temporary file) becomes the trace."""
+    import json
+    from timewarp.integrations.launcher import close_trace
+    head = '{"displayTimeUnit":"ns","traceEvents":[\n'
+    recs = [("," if i else "") + json.dumps({"ph": "X", "name": f"k{i}", "args": {"grid": [i, 1, 1]}})
+            for i in range(3)]
+    whole = head + "".join(r + "\n" for r in recs)
+    assert whole.count("}}\n") == 3
+    t = tmp_path / "trace.json"
+    t.write_text(whole + "]}\n")
+    assert close_trace(t) is None and json.loads(t.read_text())["traceEvents"][2]["name"] == "k2"
+    t.write_text(whole + ',{"ph":"X","name":"k3","args":{"gri')   # killed inside the fourth record
+    assert "last whole record" in close_trace(t)
+    assert [e["name"] for e in json.loads(t.read_text())["traceEvents"]] == ["k0", "k1", "k2"]
+    t.write_text(head + '{"ph":"X","na')   # not one whole record
+    close_trace(t)
+    assert json.loads(t.read_text())["traceEvents"] == []
+    t.unlink()
+    (tmp_path / "trace.json.123.tmp").write_text(whole + ',{"ph"')
+    assert "first write" in close_trace(t)
+    assert len(json.loads(t.read_text())["traceEvents"]) == 3 and not list(tmp_path.glob("*.tmp"))
 
 
 def test_validate_names_the_gpus_it_has_measurements_for():

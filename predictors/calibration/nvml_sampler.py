@@ -4,7 +4,8 @@ integrations/vllm_plugin/timeline.py (both on CLOCK_MONOTONIC).
 
     python3 predictors/calibration/nvml_sampler.py OUT.csv [--period-ms 10] [--device 0]
 
-Runs until SIGTERM or SIGINT. Reads only; changes no setting of the GPU. One CSV row per sample:
+Runs until SIGTERM or SIGINT. Reads only; changes no setting of the GPU. On the H200's driver (580) the
+readings change every 100 ms, whatever the period asked. One CSV row per sample:
 mono_ns, sm_mhz, power_mw (the instantaneous reading where the driver gives one, else the averaged one),
 temp_c, reasons (the clocks-event-reasons bit mask: 0x4 software power cap, 0x20 software thermal slowdown,
 0x40 hardware thermal, 0x80 hardware power brake, 0x1 GPU idle).
