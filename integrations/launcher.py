@@ -404,8 +404,8 @@ def close_trace(path: str | os.PathLike) -> str | None:
             pos, tail = start, chunk[:len(RECORD_END)]
         if end is None:   # not one whole record: keep the header alone
             f.seek(0)
-            head = f.read(4096)
-            end = head.find(b"[\n") + 2 if b"[\n" in head else 0
+            i = f.read(4096).find(b"[\n")
+            end = i + 2 if i >= 0 else 0
         f.truncate(end)
         f.seek(end)
         f.write(TRACE_END)

@@ -33,7 +33,6 @@ until $PY -c "import urllib.request,sys; sys.exit(0 if urllib.request.urlopen('h
 done
 echo "ready $(awk "BEGIN{print $(real) - $t0}") s wall" | tee "$OUT/wall.txt"
 for k in $CASES; do
-  read -r C I O N <<< "${SPEC[$k]}"
   name=$(case_name $k "$OUT")
   t1=$(real)
   echo "$name start $(mono_ns $PY)" >> "$OUT/marks.txt"

@@ -62,9 +62,8 @@ note "ready=$ready after ${t_ready}s (since script start)"
 
 if [ $ready = 1 ]; then
   for k in $PROFILE_CASES; do
-    read -r C I O N <<< "${SPEC[$k]}"
     rm -rf /tmp/prof
-    note "prof_case$k: C=$C I=$I O=$O N=$N under the profiler"
+    note "prof_case$k: $(dataset_args $k) under the profiler"
     echo "prof_case$k start $(mono_ns python3)" >> "$OUT/marks.txt"
     timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --profile --seed 7 \
       --model "$MODEL" --tokenizer "$TOKENIZER" $(dataset_args $k) --save-result --result-dir "$OUT" --result-filename prof_case$k.json \
@@ -77,11 +76,10 @@ if [ $ready = 1 ]; then
     ls -la /tmp/prof >> "$OUT/bench.log" 2>&1
   done
   for k in $CASES; do
-    read -r C I O N <<< "${SPEC[$k]}"
     left=$(( BUDGET_S - $(el) - 25 ))
     if [ $left -lt 20 ]; then note "case$k skipped: ${left}s left"; continue; fi
     name=$(case_name $k "$OUT")
-    note "$name: C=$C I=$I O=$O N=$N (limit ${left}s)"
+    note "$name: $(dataset_args $k) (limit ${left}s)"
     echo "$name start $(mono_ns python3)" >> "$OUT/marks.txt"
     spy=
     if [ -n "${SPY:-}" ]; then

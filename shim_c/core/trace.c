@@ -110,7 +110,8 @@ static void write_rec(FILE *f, size_t i) {
  * place, so a reader never sees a partial first trace; later appends land in the same file, a reader of a
  * killed process's trace sees the last complete snapshot unless the kill came during an append. A process
  * that ran nothing on a GPU writes none: with several processes (vLLM's API server, engine core and
- * benchmark client) the file is the one that did the GPU work. Called with trace_file_lock held. */
+ * benchmark client) the file is the one that did the GPU work. Called with trace_file_lock held
+ * (append_trace). */
 static FILE *trace_f;
 static size_t trace_done;   /* records already in the file */
 static long trace_tail;     /* the file offset of the closing "]}" */
@@ -139,6 +140,12 @@ static void write_trace(void) {
     trace_done = n;
 }
 
+static void append_trace(void) {
+    pthread_mutex_lock(&trace_file_lock);
+    write_trace();
+    pthread_mutex_unlock(&trace_file_lock);
+}
+
 /* The snapshots of a running process are written by a thread of the shim's own, every trace_every_ns of
  * real time. Written from the launching thread (under the shim's lock, which the launching thread held with
  * Python's GIL), a snapshot of tens of MB stalled the program for 0.5-1 s of real time and still moved a
@@ -150,9 +157,7 @@ static void *trace_writer_main(void *arg) {
     for (;;) {
         struct timespec ts = {trace_every_ns / 1000000000, trace_every_ns % 1000000000};
         while (tw_sys2(SYS_nanosleep, &ts, &ts) == -EINTR) {}
-        pthread_mutex_lock(&trace_file_lock);
-        write_trace();
-        pthread_mutex_unlock(&trace_file_lock);
+        append_trace();
     }
     return NULL;
 }
@@ -267,11 +272,7 @@ void tw_report_snapshot_maybe(void) {
 
 void tw_report_at_exit(void) {
     uint64_t now = tw_now();
-    if (tracing) {
-        pthread_mutex_lock(&trace_file_lock);
-        write_trace();
-        pthread_mutex_unlock(&trace_file_lock);
-    }
+    if (tracing) append_trace();
     if (!report_path || !*report_path) return;
     size_t len = 0;
     char *buf = report_line(now, 0, &len);
