@@ -41,7 +41,7 @@ def test_a_missing_redirector_is_explained():
 def _killed_program(tmp_path, seconds: float, midway: str = "def midway(): pass"):
     """A program that launches small kernels for `seconds` of real time, then kills itself (SIGKILL: no exit
     path runs), as vLLM's engine process ends. `midway`: the source of a function midway(), called once,
-    halfway."""
+    halfway; launching goes on for half of `seconds` after it returns."""
     import textwrap
     prog = tmp_path / "killed.py"
     prog.write_text(textwrap.dedent(f"""
@@ -51,13 +51,17 @@ def _killed_program(tmp_path, seconds: float, midway: str = "def midway(): pass"
     """) + textwrap.dedent(midway) + textwrap.dedent(f"""
         a = torch.randn(256, 256, device="cuda")
         u0 = up()
+        end = u0 + {seconds}
         half = False
-        while up() - u0 < {seconds}:
+        while up() < end:
             for _ in range(5000):
                 a.add_(1)
             if not half and up() - u0 > {seconds} / 2:
                 half = True
                 midway()
+                # midway() may itself take long on a slow machine: launching goes on for the second half anyway,
+                # so snapshots are still taken after it
+                end = max(end, up() + {seconds} / 2)
         os.kill(os.getpid(), signal.SIGKILL)
     """))
     return prog
