@@ -4,7 +4,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     gpu   <catalog key of the GPU measured>
     gemm  <a_type> <trans_a> <trans_b> <M> <K> <N> <batch> <ns> [1] cuBLAS's view: C[M,N] = op(A)[M,K] op(B)[K,N];
                                                                     a_type 77: fp32 computed as TF32;
-                                                                    1: measured inside sustained work (power.c)
+                                                                    1: measured capped (power.c; none written)
     attn  <causal> <heads> <kv_heads> <head_dim> <batch> <q_len> <kv_len> <ns>
     copy  <dir> <pinned> <bytes> <ns>                               eager copies; dir: 1 HtoD, 2 DtoH, 3 DtoD
     gcopy <dir> <pinned> <bytes> <ns>                               copies as nodes of a CUDA graph
@@ -58,7 +58,8 @@ The split (fixed, so that held-out errors stay honest; `is_held_out` below is th
   times (FlashAttention's main forward kernels) get no rows. Keys the kernels_2026-11-29 recordings already have keep those rows.
 - GEMMs measured inside the real vLLM run (family `vgemm`: vllm_kernels_2026-11-30/gemm_rows.csv, keyed by
   aligning the recording's steps with an emulated run of the same workload, predictors/vllm_gemm_rows.py; the
-  time is the GEMM's slot in the graph: its kernels plus the gaps they add). Per (M, K) family the token
+  time is the GEMM's slot in the graph: its kernels plus the gaps they add, at full clock: each occurrence over
+  the power cap's factor on it, predictors/power_model.py). Per (M, K) family the token
   counts N are sorted; an N in GEMM_TOKENS is held out exactly when the microbenchmark split holds it out,
   any other N at odd positions, and each family's smallest and largest N are always fitted. Where a key
   exists in both sources the vLLM row replaces the microbenchmark's (the in-situ measurement).
@@ -108,7 +109,6 @@ SDPA_SRC = HERE / "data" / "h200" / "sdpa_cool_2026-12-03"    # the attention se
 MODELS_SRC = HERE / "data" / "h200" / "gemm_models_2026-12-03"
 MODEL_ORDER = ["qwen2.5-7b", "qwen2.5-14b", "qwen2.5-32b", "qwen2.5-72b", "mistral-nemo-12b", "gemma-2-9b",
                "llama-3.2-3b", "llama-3.2-1b", "phi-3-mini"]
-CAPPED_RATIO = 1.10    # the power cap's first level (1.10-1.14 measured; shim_c/core/power.c)
 DEFAULT_OUT = HERE / "data" / "h200" / "profile.tsv"          # every measured row: what `timewarp run` uses
 FIT_OUT = HERE / "data" / "h200" / "profile_fit.tsv"          # fitted rows only: what `timewarp validate` uses
 KERNELS = [HERE / "data" / "h200" / d / "kernels.parquet"
@@ -343,15 +343,19 @@ CUPTI_SLOT_NS = 150.0
 
 
 def vllm_gemm_rows(pd, path: pathlib.Path = VLLM_DIR / "gemm_rows.csv"):
-    """("vgemm", key, slot ns, held_out) for the GEMMs measured inside the real vLLM run (written as gemm
-    lines flagged sustained: serving's prefill runs long enough for the power cap to slow them)."""
+    """("vgemm", key, slot ns at full clock, held_out) for the GEMMs measured inside the real vLLM run: each
+    occurrence over the power cap's factor on it, the emulator's model replayed over the recording
+    (vllm_gemm_rows.py, power_model.py), so that shim_c/core/power.c stretches them wherever the emulated
+    card is capped, like the microbenchmark's full-clock rows."""
     if not path.exists():
         return []
     g = pd.read_csv(path)
+    if "full_slot_ns" not in g:
+        raise SystemExit(f"{path}: no full_slot_ns column (rebuild it with predictors/vllm_gemm_rows.py)")
     g["pos"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.rank(method="first").astype(int) - 1
     g["last"] = g.groupby(["a_type", "ta", "tb", "M", "K", "batch"]).N.transform("size") - 1
     return [("vgemm", (int(r.a_type), int(r.ta), int(r.tb), int(r.M), int(r.K), int(r.N), int(r.batch)),
-             float(r.slot_ns) - CUPTI_SLOT_NS, is_held_out("vgemm", r)) for r in g.itertuples()]
+             float(r.full_slot_ns) - CUPTI_SLOT_NS, is_held_out("vgemm", r)) for r in g.itertuples()]
 
 
 def vllm_copy_rows(pd, paths: list[pathlib.Path] = VLLM_KERNELS):
@@ -374,10 +378,7 @@ def rows(src: pathlib.Path = DEFAULT_SRC):
     out = []
     gemm = _gemm_rows(pd, GEMM_SRC)
     full_clock = {gemm_key(r): r.t_median_us * 1e3 for r in gemm.itertuples()}
-    # an in-situ row that took CAPPED_RATIO times its shape's full-clock row or more was timed under the power
-    # cap (serving's prefill of 4096-8192 tokens: 1.13-1.17x): the full-clock row stands in for it, and
-    # shim_c/core/power.c stretches it where the work is sustained, also in serving
-    vgemm = [v for v in vllm_gemm_rows(pd) if v[1] not in full_clock or v[2] < CAPPED_RATIO * full_clock[v[1]]]
+    vgemm = vllm_gemm_rows(pd)    # vLLM's own kernels, brought to full clock: they stand in for the microbenchmark's
     in_situ = {key for _, key, _, _ in vgemm}
     out += vgemm
     if (MODELS_SRC / "gemm.parquet").exists():
@@ -661,10 +662,7 @@ def build(src: pathlib.Path = DEFAULT_SRC, out: pathlib.Path = DEFAULT_OUT, with
     for family, key, ns, held in measured:
         if held and not with_held_out:
             continue
-        if family == "vgemm":
-            lines.append("\t".join(["gemm", *map(str, key), f"{ns:.0f}", "1"]))
-        else:
-            lines.append("\t".join([family, *map(str, key), f"{ns:.0f}"]))
+        lines.append("\t".join(["gemm" if family == "vgemm" else family, *map(str, key), f"{ns:.0f}"]))
         n += 1
     attn_fit = [(key, ns) for family, key, ns, held in measured if family == "attn" and (with_held_out or not held)]
     if attn_fit:

@@ -99,7 +99,7 @@ def _case(stack) -> str:
 
 
 def real_steps(rec_dir: pathlib.Path):
-    """[(signature, case, [[nvjet name, ns, n_kernels, slot ns or None], ...])] per engine step of the
+    """[(signature, case, [[nvjet name, ns, n_kernels, slot ns or None, start ns], ...])] per engine step of the
     recording. ns: the nvjet kernel's dur plus that of the splitKreduce_kernel right after it on the same
     stream; slot: from the nvjet kernel's start to the start of the next GPU activity on that stream, when
     that one follows back-to-back (starts within BACK_TO_BACK_NS of the GEMM's end), else None."""
@@ -130,7 +130,7 @@ def real_steps(rec_dir: pathlib.Path):
             row = [name, dur, 1, None, start]
             cur[2].append(row)
             open_gemm[stream] = [row, start + dur]
-    return [((gx, len(g)), case, [r[:4] for r in g]) for gx, case, g in steps]
+    return [((gx, len(g)), case, [r[:5] for r in g]) for gx, case, g in steps]
 
 
 def emulated_steps(trace: pathlib.Path):
@@ -196,23 +196,67 @@ def _q(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict:
+def occurrences(rec_dir: pathlib.Path, trace: pathlib.Path) -> list[dict]:
+    """Every GEMM of the matched steps: its key, real ns (with its split-K reduce), n_kernels, nvjet name,
+    slot, start, the emulated prediction and layer, step index and case; with the steps left unmatched
+    (`unmatched` on the first) and the matched steps' tuples (case, tokens, real GEMMs, emulated GEMMs)."""
     real, emu = real_steps(rec_dir), emulated_steps(trace)
-    pairs = align(real, emu)
-    gap = kgap_ns()
-    occ = collections.defaultdict(list)     # key -> [(ns, n_kernels, nvjet name, emu ns, layer, phase, slot)]
-    unmatched = 0
-    per_step = []                           # (case, step tokens, real ns, real slot, emulated ns) per matched step
-    for ri, ei in pairs:
+    occurrences.real_steps, occurrences.emu_steps = len(real), len(emu)
+    out, per_step, unmatched = [], [], 0
+    for ri, ei in align(real, emu):
         (_, rn), case, rg = real[ri]
         (_, en), eg = emu[ei]
         if rn != en or not case:
             unmatched += 1
             continue
-        phase = case.split("|")[0].removeprefix("phase:")
-        for (name, ns, nk, slot), (key, ens, layer) in zip(rg, eg):
-            occ[key].append((ns, nk, name, ens, layer, phase, slot))
+        for (name, ns, nk, slot, start), (key, ens, layer) in zip(rg, eg):
+            out.append(dict(key=key, ns=ns, n_kernels=nk, name=name, slot=slot, start=int(start), emu_ns=ens,
+                            layer=layer, step=ri, case=case))
         per_step.append((case, real[ri][0][0], rg, eg))
+    occurrences.unmatched, occurrences.per_step = unmatched, per_step
+    return out
+
+
+def full_clock_rows() -> dict:
+    """{key: ns} of profile_build's full-clock microbenchmark rows (GEMM_SRC), and for any N between two of
+    them in a family, log-log interpolated: what the GEMM takes at full clock"""
+    import pandas as pd
+
+    fam = collections.defaultdict(list)
+    for r in pb._gemm_rows(pd, pb.GEMM_SRC).itertuples():
+        k = pb.gemm_key(r)
+        fam[k[:5] + k[6:]].append((k[5], r.t_median_us * 1e3))
+
+    class Full(dict):
+        def __missing__(self, key):
+            pts = sorted(fam.get(key[:5] + key[6:], []))
+            for (n0, t0), (n1, t1) in zip(pts, pts[1:]):
+                if n0 <= key[5] <= n1:
+                    return lerp_log(n0, t0, n1, t1, key[5])
+            raise KeyError(key)
+
+        def __contains__(self, key):
+            try:
+                self[key]
+                return True
+            except KeyError:
+                return False
+    return Full()
+
+
+def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict:
+    from timewarp.predictors import power_model
+
+    every = occurrences(rec_dir, trace)
+    unmatched, per_step = occurrences.unmatched, occurrences.per_step
+    # the power cap's factor on each occurrence: the emulator's model replayed over the recording
+    factor = power_model.replay(rec_dir, {o["start"]: power_model.gemm_u(o["key"], o["ns"]) for o in every})
+    gap = kgap_ns()
+    occ = collections.defaultdict(list)     # key -> [(ns, n_kernels, nvjet name, emu ns, layer, phase, slot, factor)]
+    for o in every:
+        phase = o["case"].split("|")[0].removeprefix("phase:")
+        occ[o["key"]].append((o["ns"], o["n_kernels"], o["name"], o["emu_ns"], o["layer"], phase, o["slot"],
+                              factor.get(o["start"], 1.0)))
 
     rows = []
     for key, o in occ.items():
@@ -222,8 +266,11 @@ def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict
         nk = collections.Counter(x[1] for x in o).most_common(1)[0][0]
         slots = [x[6] for x in o if x[6] is not None]
         slot = statistics.median(slots) if slots else statistics.median(x[0] + gap * x[1] for x in o)
+        # at full clock: each occurrence's slot (or time plus the gaps) over the cap's factor on it
+        full = statistics.median((x[6] if x[6] is not None else x[0] + gap * x[1]) / x[7] for x in o)
         rows.append(dict(zip(("a_type", "ta", "tb", "M", "K", "N", "batch"), key),
-                         ns=ns, slot_ns=slot, slot_count=len(slots), count=len(o),
+                         ns=ns, slot_ns=slot, full_slot_ns=full, capped_share=sum(x[7] > 1 for x in o) / len(o),
+                         slot_count=len(slots), count=len(o),
                          source_phase=";".join(sorted({x[5] for x in o})), n_kernels=nk, kernel=top,
                          kernel_share=top_n / len(o), ns_p10=_q([x[0] for x in o], 0.1),
                          ns_p90=_q([x[0] for x in o], 0.9), emu_ns=statistics.median(x[3] for x in o),
@@ -247,19 +294,22 @@ def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict
 
     cols = ["a_type", "ta", "tb", "M", "K", "N", "batch", "ns", "count", "source_phase", "slot_ns", "slot_count",
             "n_kernels",
-            "kernel", "kernel_share", "ns_p10", "ns_p90", "emu_ns", "emu_layer", "held_out", "after_ns"]
+            "kernel", "kernel_share", "ns_p10", "ns_p90", "emu_ns", "emu_layer", "held_out", "after_ns",
+            "full_slot_ns", "capped_share"]
     lines = [",".join(cols)]
     for r in rows:
         vals = []
         for c in cols:
             v = r[c]
             vals.append("" if v is None else
-                        f"{v:.0f}" if c in ("ns", "slot_ns", "ns_p10", "ns_p90", "emu_ns", "after_ns") else
-                        f"{v:.3f}" if c == "kernel_share" else str(v))
+                        f"{v:.0f}" if c in ("ns", "slot_ns", "ns_p10", "ns_p90", "emu_ns", "after_ns",
+                                            "full_slot_ns") else
+                        f"{v:.3f}" if c in ("kernel_share", "capped_share") else str(v))
         lines.append(",".join(vals))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
-    return dict(real_steps=len(real), emu_steps=len(emu), matched_steps=len(pairs) - unmatched,
+    return dict(real_steps=occurrences.real_steps, emu_steps=occurrences.emu_steps,
+                matched_steps=len(per_step),
                 unmatched_pairs=unmatched, kgap_ns=gap, rows=rows, occ=occ, per_step=per_step)
 
 
@@ -310,7 +360,7 @@ def report(res: dict) -> None:
     extra = {(r["a_type"], r["ta"], r["tb"], r["M"], r["K"], r["N"], r["batch"]): r["slot_ns"] - r["ns"] for r in rows}
     tot = collections.defaultdict(lambda: [0.0, 0.0, 0.0, 0])
     for key, o in res["occ"].items():
-        for ns, nk, _, ens, layer, phase, slot in o:
+        for ns, nk, _, ens, layer, phase, slot, _f in o:
             for t in (tot[("all", "all")], tot[(phase, "all")], tot[("all", layer)]):
                 t[0] += ns; t[1] += slot if slot is not None else ns + extra[key]; t[2] += ens; t[3] += 1
     # per engine step, the decode phase's steps after the first of each case (uniform decode batches,

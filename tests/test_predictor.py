@@ -69,23 +69,24 @@ def test_validation_profile_leaves_the_held_out_rows_out():
     assert "\t".join(["gemm", "14", "1", "0", "4096", "4096", "1024"]) in fit
 
 
-def test_in_situ_gemm_rows_timed_under_the_power_cap_give_way_to_full_clock_rows():
-    """vLLM's in-situ GEMM rows stay (flagged sustained: not stretched again), except those that took 1.10x
-    their shape's full-clock microbenchmark row or more (prefill of 8192 tokens: 1.17x), which were timed
-    under the cap: the full-clock row stands in for them, unflagged, for shim_c/core/power.c to stretch."""
+def test_in_situ_gemm_rows_are_brought_to_full_clock_by_the_power_model_replayed():
+    """vLLM's in-situ GEMM rows were timed wherever the recording's card was: capped in its long prefills
+    (8192 tokens: 1.15-1.20x), at full clock in others. Replaying power.c's model over the recording
+    (predictors/power_model.py) brings each occurrence to full clock. There, from 1024 tokens up, the rows agree
+    with the microbenchmark's full-clock rows of the same shapes (timed alone after a cool-down) within 8%, and
+    they are written unflagged, for power.c to stretch wherever the emulated card is capped."""
     from timewarp.predictors import profile_build as pb
 
-    every = PROFILE.read_text().splitlines()
-
-    def line(n_tokens):
-        prefix = "\t".join(["gemm", "14", "1", "0", "6144", "4096", str(n_tokens), "1"]) + "\t"
-        return [x.split("\t")[8:] for x in every if x.startswith(prefix)]
     pd = pytest.importorskip("pandas")
-    full = {int(r.m): r.t_median_us * 1e3 for r in pb._gemm_rows(pd, pb.GEMM_SRC).itertuples()
-            if (r.op, r.dtype, r.n, r.k) == ("linear", "bf16", 6144, 4096)}
-    assert line(8192) == [[f"{full[8192]:.0f}"]]          # full clock, stretchable
-    assert [x[1] for x in line(1)] == ["1"]                 # decode: in situ, sustained
-    assert [x[1] for x in line(6144)] == ["1"]              # no full-clock row to compare with: in situ
+    full = {pb.gemm_key(r): r.t_median_us * 1e3 for r in pb._gemm_rows(pd, pb.GEMM_SRC).itertuples()}
+    ratios = {key: ns / full[key] for _, key, ns, _ in pb.vllm_gemm_rows(pd) if key in full and key[5] >= 1024}
+    assert len(ratios) >= 16, len(ratios)     # four shapes x 1024, 2048, 4096, 8192 tokens
+    assert all(0.92 <= r <= 1.08 for r in ratios.values()), {k[3:6]: round(r, 3) for k, r in ratios.items()}
+    every = PROFILE.read_text().splitlines()
+    row = [x.split("\t") for x in every if x.startswith("\t".join(["gemm", "14", "1", "0", "6144", "4096", "8192", "1"]))]
+    assert len(row) == 1 and len(row[0]) == 9, row                # the in-situ row alone, unflagged
+    key = (14, 1, 0, 6144, 4096, 8192, 1)
+    assert float(row[0][8]) == pytest.approx(full[key], rel=0.08)
 
 
 def test_copies_and_memsets_come_from_the_dense_grid_with_the_fixed_split():

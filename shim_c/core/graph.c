@@ -59,6 +59,8 @@ struct tw_graph_exec {
     uint64_t total, kernels;
     size_t nodes;             /* the nodes the driver would have: not the capture's event records and waits */
     uint64_t hot, stretchable;  /* time of compute-bound nodes, and of those the power cap stretches (power.c) */
+    double power;             /* the power its nodes draw at full clock over an idle card's, averaged over the
+                               * replay (W; power.c) */
     uint64_t layer_ns[TW_NLAYERS];   /* node time by predictor layer slot (a replay's share of the report) */
     int uploaded;             /* the driver has uploaded it (cudaGraphUpload, or its first launch) */
 };
@@ -277,11 +279,17 @@ static void lay_out(tw_graph_exec *x) {
     x->total = total;
     const tw_gpu_spec *spec = tw_power_enabled() ? tw_device_spec(x->dev) : NULL;   /* replays re-lay out often */
     x->hot = x->stretchable = 0;
-    for (size_t i = 0; spec && i < x->n; i++)
-        if (tw_compute_bound(spec, &x->ops[i])) {
-            x->hot += x->ops[i].duration;
-            if (tw_power_stretchable(&x->ops[i])) x->stretchable += x->ops[i].duration;
+    double energy = 0;
+    for (size_t i = 0; spec && i < x->n; i++) {
+        const tw_op *op = &x->ops[i];
+        if (op->kind != TW_OP_KERNEL && op->kind != TW_OP_MEMCPY && op->kind != TW_OP_MEMSET) continue;
+        energy += tw_power_draw(spec, op, op->duration) * (double)op->duration;
+        if (tw_compute_bound(spec, op)) {
+            x->hot += op->duration;
+            if (tw_power_stretchable(op)) x->stretchable += op->duration;
         }
+    }
+    x->power = total ? energy / (double)total : 0;   /* where lanes overlap, their nodes' power adds up */
 }
 
 /* A node's demand on the memory bandwidth when it runs alone: its memory time at the device's rate over its
@@ -416,9 +424,10 @@ uint64_t tw_graph_exec_kernels(const tw_graph_exec *x) { return x->kernels; }
 void tw_graph_exec_layer_busy(const tw_graph_exec *x, uint64_t *acc) {
     for (int l = 0; l < TW_NLAYERS; l++) acc[l] += x->layer_ns[l];   /* summed by lay_out, not per replay */
 }
-void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable) {
+void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable, double *power) {
     *hot = x->hot;
     *stretchable = x->stretchable;
+    *power = x->power;
 }
 
 void tw_graph_exec_side_effects(const tw_graph_exec *x, uint64_t start) {

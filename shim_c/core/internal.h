@@ -33,8 +33,12 @@ typedef struct tw_device_state {
     uint64_t busy_ns, kernels, copies;
     uint64_t busy_layer_ns[TW_NLAYERS];   /* busy time by the predictor layer that timed it (tw_layer_slot) */
     uint64_t queued;                 /* operations that took a launch-queue slot (stream.c) */
-    uint64_t hot_until, hot_busy;    /* the current run of compute-bound work (power.c): its end (0: none
-                                      * yet) and busy time so far */
+    /* the power cap (power.c): the filtered power at full clock (W) as of pw_t (0: no work yet), whether
+     * capped, the compute-bound time run capped so far, since when the filter is below the cap and when the
+     * cap was last released (ns; -1: not) */
+    double pw_power, pw_capped_ns, pw_below, pw_released;
+    uint64_t pw_t;
+    int pw_capped;
 } tw_device_state;
 
 /* vclock.c: this process's timeline (the clock its threads share) and a push of it; gil.c: the record of
@@ -67,6 +71,7 @@ void tw_blas_table_clear(void);
  * (kernels and graph replays); whether a predicted op's time may be stretched (measured at full clock) */
 uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur);
 int tw_power_stretchable(const tw_op *op);
+double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur);
 int tw_power_enabled(void);   /* on unless TIMEWARP_POWER=0 */
 
 extern tw_device_state tw_devices[TW_MAX_DEVICES];

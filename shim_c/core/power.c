@@ -1,32 +1,53 @@
-/* The card's power cap: under sustained compute-bound work an H200 lowers its clock, and its GEMMs take
- * longer than at full clock.
+/* The card's power cap: when its work draws more than the cap for long enough an H200 lowers its clock, and
+ * its compute-bound kernels take longer than at full clock.
  *
- * Measured on the H200 (predictors/data/h200/power_2026-11-30, -30b and gemm_cool_2026-12-03's power_third.json;
- * every GEMM timed with its own events, predictors/calibration/power_dynamics.py): 30-90 ms (median 45) after
- * compute-bound work begins the card slows, by 1.10-1.14x at first and 1.15-1.20x after about 100 ms, whatever
- * the duty cycle; idle gaps of 20 ms do not restore the clock, 25 ms do at times, 30 ms and more do (also when
- * the gap is filled with memory-bound copies or launch-bound adds); the same holds for a whole Llama layer at
- * 8192 tokens (1.08-1.15x); memory-bound copies are not slowed. The model: a run of compute-bound work starts
- * at the first such kernel after more than RESET_NS without one; kernels that start ONSET_NS or later into the
- * run's busy time (its compute-bound work, idle gaps shorter than RESET_NS not counted: power_ramp.json of
- * sdpa_cool_2026-12-03, 21 ms of GEMMs then 20 ms idle or busy with memory-bound adds, then more GEMMs at full
- * clock) are stretched, by FIRST for FIRST_NS and by LATER after that.
+ * The model follows the power the work would draw at full clock. Each operation draws
+ *     P = P_IDLE + P_BUSY + P_COMPUTE * u,   u = its compute time at the device's GEMM rate over its duration
+ * (0 for kernels without an annotated shape and for copies); an idle card draws P_IDLE. A first-order filter
+ * of that power (time constant TAU_NS) stands for what the card's controller sees. When the filtered power
+ * reaches the cap the card is capped; it is released once the filtered power has stayed below the cap for
+ * HOLD_NS. While capped, compute-bound kernels are stretched, by FIRST for their first FIRST_NS of capped
+ * time and by LATER after that; a release shorter than FIRST_NS does not start that count again.
  *
- * Rows measured inside sustained runs (vLLM's in-situ GEMMs, flagged `sustained` by profile.c) and the
- * FlashAttention step model already carry the slowdown and are not stretched. The microbenchmark's GEMM and
- * attention rows (gemm_cool_2026-12-03, sdpa_cool_2026-12-03) were timed at full clock (each repetition after
- * a 150 ms cool-down) and are. A CUDA graph replay counts as compute-bound work when it holds such nodes, and
- * its stretchable nodes' time is stretched (in a trace, its nodes keep their unstretched places).
+ * Measured on the H200 (predictors/data/h200/power_2026-11-30 and -30b, gemm_cool_2026-12-03,
+ * vllm_nvml_2026-12-04, vllm_kernels_2026-11-30):
+ *   - idle at full clock 122 W (P_IDLE); 1 GiB copies back to back, HBM saturated, 471 W at 1980 MHz and
+ *     never capped (P_IDLE + P_BUSY);
+ *   - back-to-back bf16 GEMMs (u = 1) slow 30-90 ms (median 40) after they start on an idle card, by
+ *     1.10-1.14x at first and 1.15-1.20x after about 100 ms; 20 ms of idle leave the clock down, 30 ms
+ *     restore it. Given TAU_NS, these set P_COMPUTE (the filter reaches the cap after 40 ms) and HOLD_NS
+ *     (released after 25 ms of idle);
+ *   - TAU_NS: replayed over vLLM's offline recording (python -m timewarp.predictors.power_model), the model
+ *     follows the clock the recording's GEMMs ran at (their time over their full-clock rows): prefills of
+ *     512-768 tokens back to back at full clock, capped from 1024-1536, 8192-token steps 1.09-1.11x in the
+ *     first and 1.15-1.20x after, released by a stretch of small decode steps. 22-40 ms fit; 28 best;
+ *   - serving under steady load (open-loop 24 requests/s; 128 requests of 2048 tokens) held the card at the
+ *     cap for seconds, and 16 requests never reached it.
+ *
+ * Rows timed at full clock are stretched: the microbenchmark's (each repetition after a cool-down) and vLLM's
+ * in-situ GEMM rows, which vllm_gemm_rows.py brings back to full clock with this model replayed over the
+ * recording. Rows flagged `sustained` (measured capped) and the FlashAttention step model are not stretched,
+ * but draw their power. A CUDA graph replay draws the power of its nodes averaged over its span, and its
+ * stretchable nodes' time is stretched (in a trace, its nodes keep their unstretched places).
+ *
+ * Other devices get the H200's model (not measured there).
  *
  * On by default; TIMEWARP_POWER=0 turns it off (every kernel at full clock). */
 #define _GNU_SOURCE
+#include <math.h>
 #include <stdlib.h>
 #include "internal.h"
 #include "graph_internal.h"
 
-#define ONSET_NS 40000000ull     /* 30-90 ms measured, median 45 */
-#define RESET_NS 25000000ull     /* 20 ms of idle did not restore the clock, 30 ms did */
-#define FIRST_NS 60000000ull
+/* predictors/power_model.py reads these definitions: keep one per line, value in the second field. Powers in
+ * W on an H200 (700 W limit). */
+#define P_IDLE 122.0
+#define P_BUSY 349.0            /* over idle, for any work on the device */
+#define P_COMPUTE 411.0         /* more at full use of the tensor cores (a GEMM loop: 882 W in all) */
+#define P_CAP 700.0
+#define HOLD_NS 17300000.0
+#define TAU_NS 28000000.0
+#define FIRST_NS 60000000.0     /* ns */
 #define FIRST 1.12
 #define LATER 1.16
 
@@ -40,24 +61,73 @@ int tw_power_stretchable(const tw_op *op) {
     return !(op->layer == TW_LAYER_STEP || op->layer < 0 || (op->layer & TW_LAYER_SUSTAINED));
 }
 
+/* The power an operation draws at full clock over an idle card's, W; dur its duration there */
+double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur) {
+    double tc, tm, u = 0;
+    if (op->kind == TW_OP_KERNEL && dur && tw_annotated_times(s, op, &tc, &tm)) {
+        u = tc * 1e9 / (double)dur;
+        if (u > 1) u = 1;
+    }
+    return P_BUSY + P_COMPUTE * u;
+}
+
+/* The filter over [t0, t1] toward `target`; notes when it falls below the cap */
+static void filter(tw_device_state *D, double target, uint64_t t0, uint64_t t1) {
+    double p0 = D->pw_power;
+    D->pw_power = target + (p0 - target) * exp(-(double)(t1 - t0) / TAU_NS);
+    if (D->pw_power >= P_CAP) D->pw_below = -1;
+    else if (p0 >= P_CAP) D->pw_below = (double)t0 + TAU_NS * log((p0 - target) / (P_CAP - target));
+}
+
 uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur) {
-    if (!tw_power_enabled() || dev < 0 || dev >= TW_MAX_DEVICES || !tw_devices[dev].spec) return dur;
+    if (!tw_power_enabled() || dev < 0 || dev >= TW_MAX_DEVICES || !tw_devices[dev].spec || !dur) return dur;
     tw_device_state *D = &tw_devices[dev];
     uint64_t hot, stretchable;
+    double p;
     if (op->kind == TW_OP_KERNEL) {
-        if (!tw_compute_bound(D->spec, op)) return dur;
-        hot = dur;
-        stretchable = tw_power_stretchable(op) ? dur : 0;
+        hot = tw_compute_bound(D->spec, op) ? dur : 0;
+        stretchable = hot && tw_power_stretchable(op) ? dur : 0;
+        p = P_IDLE + tw_power_draw(D->spec, op, dur);
     } else if (op->kind == TW_OP_GRAPH && op->exec) {
-        tw_graph_exec_hot(op->exec, &hot, &stretchable);   /* a replay counts as one stretch of work */
-        if (!hot) return dur;
+        tw_graph_exec_hot(op->exec, &hot, &stretchable, &p);
+        p += P_IDLE;
+    } else if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) {
+        hot = stretchable = 0;
+        p = P_IDLE + P_BUSY;
     } else {
         return dur;
     }
-    if (!D->hot_until || start > D->hot_until + RESET_NS) D->hot_busy = 0;   /* a new run */
-    uint64_t into = D->hot_busy;   /* busy, not wall, time: 21 ms of GEMMs, 20 ms idle, 7 ms more ran at full clock */
-    D->hot_busy += hot;
-    if (into >= ONSET_NS) dur += (uint64_t)(stretchable * ((into < ONSET_NS + FIRST_NS ? FIRST : LATER) - 1.0));
-    if (start + dur > D->hot_until) D->hot_until = start + dur;
-    return dur;
+    if (!D->pw_t) { D->pw_power = P_IDLE; D->pw_below = D->pw_released = -1; D->pw_t = start; }
+    if (start > D->pw_t) {                          /* idle since the device's last work */
+        filter(D, P_IDLE, D->pw_t, start);
+        D->pw_t = start;
+    }
+    if (D->pw_capped && D->pw_below >= 0 && (double)start - D->pw_below >= HOLD_NS) {
+        D->pw_capped = 0;
+        D->pw_released = (double)start;
+    }
+    double capped_part = 0;                         /* share of the op's time spent capped */
+    if (D->pw_capped) {
+        capped_part = 1;
+    } else if (p > P_CAP) {                         /* does the filter reach the cap within this op? */
+        double t = D->pw_power >= P_CAP ? 0 : TAU_NS * log((p - D->pw_power) / (p - P_CAP));
+        if (t < (double)dur) {
+            D->pw_capped = 1;
+            capped_part = 1 - t / (double)dur;
+            /* a fresh onset, unless a short release left the clock where it was */
+            if (D->pw_released < 0 || (double)start + t - D->pw_released >= FIRST_NS) D->pw_capped_ns = 0;
+        }
+    }
+    uint64_t out = dur;
+    if (capped_part > 0 && hot) {
+        double f = D->pw_capped_ns < FIRST_NS ? FIRST : LATER;
+        out += (uint64_t)((double)stretchable * capped_part * (f - 1.0));
+        D->pw_capped_ns += (double)hot * capped_part;
+    }
+    uint64_t end = start + out;
+    if (end > D->pw_t) {                            /* overlapping work on other streams counts once */
+        filter(D, p, start > D->pw_t ? start : D->pw_t, end);
+        D->pw_t = end;
+    }
+    return out;
 }
