@@ -39,7 +39,7 @@ def constants(path: pathlib.Path = POWER_C) -> dict[str, float]:
     out = {}
     for m in re.finditer(r"^#define (P_\w+|\w+_NS|FIRST|LATER)\s+([0-9.e+-]+)", path.read_text(), re.M):
         out[m.group(1)] = float(m.group(2))
-    missing = {"P_IDLE", "P_BUSY", "P_COMPUTE", "P_CAP", "HOLD_NS", "TAU_NS", "FIRST_NS", "FIRST", "LATER"} - set(out)
+    missing = {"P_IDLE", "P_BUSY", "P_COMPUTE", "P_COPY", "P_CAP", "HOLD_NS", "TAU_NS", "FIRST_NS", "FIRST", "LATER"} - set(out)
     if missing:
         raise ValueError(f"{path}: no #define for {sorted(missing)}")
     return out
@@ -58,8 +58,11 @@ class PowerCap:
         self.below = None        # since when the filtered power is below the cap (None: at or above it)
         self.released = None     # when the cap was last released
 
-    def draw(self, u: float) -> float:
+    def draw(self, u: float | None) -> float:
+        """full-clock power of a kernel of tensor use u, or of a copy (u None)"""
         c = self.c
+        if u is None:
+            return c["P_IDLE"] + c["P_COPY"]
         return c["P_IDLE"] + c["P_BUSY"] + c["P_COMPUTE"] * min(max(u, 0.0), 1.0)
 
     def _filter(self, target: float, t0: float, t1: float) -> None:
@@ -121,12 +124,14 @@ def replay(rec_dir: pathlib.Path, gemms: dict[int, tuple[float, bool]]) -> dict[
         if name == STEP_KERNEL:
             step_tokens = int(gx)
         big = step_tokens >= PREFILL_TOKENS
-        if start in gemms:
+        if kind != "kernel":
+            cap.op(start, dur, None, hot=False)
+        elif start in gemms:
             u, hot = gemms[start]
             out[start] = cap.op(start, dur, u, hot)
-        elif kind == "kernel" and name.startswith("nvjet"):       # a GEMM of a step the alignment left out
+        elif name.startswith("nvjet"):       # a GEMM of a step the alignment left out
             cap.op(start, dur, 0.9 if big else 0.25, hot=big)
-        elif kind == "kernel" and "flash" in name.lower():
+        elif "flash" in name.lower():
             cap.op(start, dur, ATTN_PREFILL_U if big else 0.0, hot=False)
         else:
             cap.op(start, dur, 0.0, hot=False)

@@ -81,7 +81,7 @@ def test_in_situ_gemm_rows_are_brought_to_full_clock_by_the_power_model_replayed
     full = {pb.gemm_key(r): r.t_median_us * 1e3 for r in pb._gemm_rows(pd, pb.GEMM_SRC).itertuples()}
     ratios = {key: ns / full[key] for _, key, ns, _ in pb.vllm_gemm_rows(pd) if key in full and key[5] >= 1024}
     assert len(ratios) >= 16, len(ratios)     # four shapes x 1024, 2048, 4096, 8192 tokens
-    assert all(0.92 <= r <= 1.08 for r in ratios.values()), {k[3:6]: round(r, 3) for k, r in ratios.items()}
+    assert all(0.90 <= r <= 1.05 for r in ratios.values()), {k[3:6]: round(r, 3) for k, r in ratios.items()}
     every = PROFILE.read_text().splitlines()
     row = [x.split("\t") for x in every if x.startswith("\t".join(["gemm", "14", "1", "0", "6144", "4096", "8192", "1"]))]
     assert len(row) == 1 and len(row[0]) == 9, row                # the in-situ row alone, unflagged

@@ -1,28 +1,32 @@
 /* The card's power cap: when its work draws more than the cap for long enough an H200 lowers its clock, and
  * its compute-bound kernels take longer than at full clock.
  *
- * The model follows the power the work would draw at full clock. Each operation draws
+ * The model follows the power the work would draw at full clock. A kernel draws
  *     P = P_IDLE + P_BUSY + P_COMPUTE * u,   u = its compute time at the device's GEMM rate over its duration
- * (0 for kernels without an annotated shape and for copies); an idle card draws P_IDLE. A first-order filter
- * of that power (time constant TAU_NS) stands for what the card's controller sees. When the filtered power
- * reaches the cap the card is capped; it is released once the filtered power has stayed below the cap for
- * HOLD_NS. While capped, compute-bound kernels are stretched, by FIRST for their first FIRST_NS of capped
- * time and by LATER after that; a release shorter than FIRST_NS does not start that count again.
+ * (0 for kernels without an annotated shape), a copy or memset P_IDLE + P_COPY, an idle card P_IDLE. A
+ * first-order filter of that power (time constant TAU_NS) stands for what the card's controller sees. When
+ * the filtered power reaches the cap the card is capped; it is released once the filtered power has stayed
+ * below the cap for HOLD_NS. While capped, compute-bound kernels are stretched, by FIRST for their first
+ * FIRST_NS of capped time and by LATER after that; a release shorter than FIRST_NS does not start that count
+ * again.
  *
  * Measured on the H200 (predictors/data/h200/power_2026-11-30 and -30b, gemm_cool_2026-12-03,
  * vllm_nvml_2026-12-04, vllm_kernels_2026-11-30):
- *   - idle at full clock 122 W (P_IDLE); 1 GiB copies back to back, HBM saturated, 471 W at 1980 MHz and
- *     never capped (P_IDLE + P_BUSY);
+ *   - idle at full clock 122 W (P_IDLE); 1 GiB device-to-device copies back to back 471 W at 1980 MHz, never
+ *     capped (P_IDLE + P_COPY);
  *   - back-to-back bf16 GEMMs (u = 1) slow 30-90 ms (median 40) after they start on an idle card, by
  *     1.10-1.14x at first and 1.15-1.20x after about 100 ms; 20 ms of idle leave the clock down, 30 ms
- *     restore it. Given TAU_NS, these set P_COMPUTE (the filter reaches the cap after 40 ms) and HOLD_NS
- *     (released after 25 ms of idle);
- *   - TAU_NS: replayed over vLLM's offline recording (python -m timewarp.predictors.power_model), the model
- *     follows the clock the recording's GEMMs ran at (their time over their full-clock rows): prefills of
- *     512-768 tokens back to back at full clock, capped from 1024-1536, 8192-token steps 1.09-1.11x in the
- *     first and 1.15-1.20x after, released by a stretch of small decode steps. 22-40 ms fit; 28 best;
- *   - serving under steady load (open-loop 24 requests/s; 128 requests of 2048 tokens) held the card at the
- *     cap for seconds, and 16 requests never reached it.
+ *     restore it. Given TAU_NS, these set a GEMM loop's power (the filter reaches the cap after 40 ms:
+ *     P_IDLE + P_BUSY + P_COMPUTE) and HOLD_NS (released after 25 ms of idle);
+ *   - serving: 16 requests decoding (u near 0, the GPU busy ~80% of the time) drew 574 W at most at 1980 MHz;
+ *     decode-only steps of 128 requests held the card at the cap for a second (case 4), and steady open-loop
+ *     load kept it there (vllm_nvml_2026-12-04): a busy kernel draws well above the copy's 471 W, and P_BUSY
+ *     is set high, which the recording allows:
+ *   - TAU_NS and P_BUSY: replayed over vLLM's offline recording (python -m timewarp.predictors.power_model),
+ *     the model follows the clock the recording's GEMMs ran at (their time over their full-clock rows):
+ *     prefills of 512-768 tokens back to back at full clock, capped from 1024-1536, 8192-token steps
+ *     1.09-1.11x in the first and 1.15-1.20x after, released by a stretch of small decode steps; TAU_NS 22-33
+ *     ms and P_BUSY 349-535 W fit (mean |error| 0.033-0.035 over 140 steps), 25 ms and 535 W are chosen.
  *
  * Rows timed at full clock are stretched: the microbenchmark's (each repetition after a cool-down) and vLLM's
  * in-situ GEMM rows, which vllm_gemm_rows.py brings back to full clock with this model replayed over the
@@ -42,11 +46,12 @@
 /* predictors/power_model.py reads these definitions: keep one per line, value in the second field. Powers in
  * W on an H200 (700 W limit). */
 #define P_IDLE 122.0
-#define P_BUSY 349.0            /* over idle, for any work on the device */
-#define P_COMPUTE 411.0         /* more at full use of the tensor cores (a GEMM loop: 882 W in all) */
+#define P_BUSY 535.0            /* over idle, for any kernel */
+#define P_COPY 349.0            /* over idle, for a copy or memset */
+#define P_COMPUTE 189.0         /* more at full use of the tensor cores (a GEMM loop: 846 W in all) */
 #define P_CAP 700.0
-#define HOLD_NS 17300000.0
-#define TAU_NS 28000000.0
+#define HOLD_NS 19400000.0
+#define TAU_NS 25000000.0
 #define FIRST_NS 60000000.0     /* ns */
 #define FIRST 1.12
 #define LATER 1.16
@@ -68,7 +73,7 @@ double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur) {
         u = tc * 1e9 / (double)dur;
         if (u > 1) u = 1;
     }
-    return P_BUSY + P_COMPUTE * u;
+    return op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET ? P_COPY : P_BUSY + P_COMPUTE * u;
 }
 
 /* The filter over [t0, t1] toward `target`; notes when it falls below the cap */
@@ -93,7 +98,7 @@ uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur
         p += P_IDLE;
     } else if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) {
         hot = stretchable = 0;
-        p = P_IDLE + P_BUSY;
+        p = P_IDLE + P_COPY;
     } else {
         return dur;
     }
