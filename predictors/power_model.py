@@ -11,7 +11,11 @@ compute time at the device's GEMM rate over its duration. The recording has no s
 vllm_gemm_rows.py aligns them with an emulated trace and passes each GEMM's u. Other kernels: FlashAttention's in
 steps of 256 tokens or more draw as compute-bound work (u = ATTN_PREFILL_U), the rest as busy work (u = 0).
 
-    python -m timewarp.predictors.power_model [RECORDING_DIR]
+    python -m timewarp.predictors.power_model [RECORDING_DIR [EMULATED_TRACE]]
+
+(from a checkout, like profile_build.py; the trace as vllm_gemm_rows.py describes: an emulated run of the
+recorded workload, `timewarp run --trace T.json -- python predictors/calibration/vllm_workload.py --model
+integrations/models/llama3-8b-shape`)
 
 prints, per engine step of 512 tokens or more, the model's mean factor over the step's GEMMs and, where the
 microbenchmark has full-clock rows for the step's o_proj shape (Llama-3-8B: 4096 x 4096), the measured ratio of
@@ -36,6 +40,8 @@ PREFILL_TOKENS = 256        # from this many tokens in a step, its GEMMs and att
 
 def constants(path: pathlib.Path = POWER_C) -> dict[str, float]:
     """power.c's #define NAME VALUE lines"""
+    if not path.exists():
+        raise SystemExit(f"power_model.py reads the model's constants from a timewarp checkout: {path} not found")
     out = {}
     for m in re.finditer(r"^#define (P_\w+|\w+_NS|FIRST|LATER)\s+([0-9.e+-]+)", path.read_text(), re.M):
         out[m.group(1)] = float(m.group(2))
