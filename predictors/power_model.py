@@ -166,7 +166,7 @@ def main(argv: list[str]) -> int:
     if not (rec / "kernels.parquet").exists() or not trace.exists():
         print(f"needs {rec}/kernels.parquet and the emulated trace {trace} (vllm_gemm_rows.py)", file=sys.stderr)
         return 2
-    occ = vg.occurrences(rec, trace)
+    occ, _ = vg.occurrences(rec, trace)
     factors = replay(rec, {o["start"]: gemm_u(o["key"], o["ns"]) for o in occ})
     full = vg.full_clock_rows()
     steps: dict = {}

@@ -196,12 +196,12 @@ def _q(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def occurrences(rec_dir: pathlib.Path, trace: pathlib.Path) -> list[dict]:
-    """Every GEMM of the matched steps: its key, real ns (with its split-K reduce), n_kernels, nvjet name,
-    slot, start, the emulated prediction and layer, step index and case; with the steps left unmatched
-    (`unmatched` on the first) and the matched steps' tuples (case, tokens, real GEMMs, emulated GEMMs)."""
+def occurrences(rec_dir: pathlib.Path, trace: pathlib.Path) -> tuple[list[dict], dict]:
+    """(every GEMM of the matched steps, the alignment's counts). A GEMM: its key, real ns (with its split-K
+    reduce), n_kernels, nvjet name, slot, start, the emulated prediction and layer, step index and case. The
+    counts: real_steps, emu_steps, unmatched (aligned pairs unusable), per_step (per matched step: case,
+    tokens, real GEMMs, emulated GEMMs)."""
     real, emu = real_steps(rec_dir), emulated_steps(trace)
-    occurrences.real_steps, occurrences.emu_steps = len(real), len(emu)
     out, per_step, unmatched = [], [], 0
     for ri, ei in align(real, emu):
         (_, rn), case, rg = real[ri]
@@ -213,8 +213,7 @@ def occurrences(rec_dir: pathlib.Path, trace: pathlib.Path) -> list[dict]:
             out.append(dict(key=key, ns=ns, n_kernels=nk, name=name, slot=slot, start=int(start), emu_ns=ens,
                             layer=layer, step=ri, case=case))
         per_step.append((case, real[ri][0][0], rg, eg))
-    occurrences.unmatched, occurrences.per_step = unmatched, per_step
-    return out
+    return out, dict(real_steps=len(real), emu_steps=len(emu), unmatched=unmatched, per_step=per_step)
 
 
 def full_clock_rows() -> dict:
@@ -247,8 +246,8 @@ def full_clock_rows() -> dict:
 def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict:
     from timewarp.predictors import power_model
 
-    every = occurrences(rec_dir, trace)
-    unmatched, per_step = occurrences.unmatched, occurrences.per_step
+    every, counts = occurrences(rec_dir, trace)
+    unmatched, per_step = counts["unmatched"], counts["per_step"]
     # the power cap's factor on each occurrence: the emulator's model replayed over the recording
     factor = power_model.replay(rec_dir, {o["start"]: power_model.gemm_u(o["key"], o["ns"]) for o in every})
     gap = kgap_ns()
@@ -308,8 +307,7 @@ def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict
         lines.append(",".join(vals))
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines) + "\n")
-    return dict(real_steps=occurrences.real_steps, emu_steps=occurrences.emu_steps,
-                matched_steps=len(per_step),
+    return dict(real_steps=counts["real_steps"], emu_steps=counts["emu_steps"], matched_steps=len(per_step),
                 unmatched_pairs=unmatched, kgap_ns=gap, rows=rows, occ=occ, per_step=per_step)
 
 
