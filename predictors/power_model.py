@@ -168,7 +168,7 @@ def main(argv: list[str]) -> int:
         return 2
     occ, _ = vg.occurrences(rec, trace)
     factors = replay(rec, {o["start"]: gemm_u(o["key"], o["ns"]) for o in occ})
-    full = vg.full_clock_rows()
+    full = vg.full_clock_ns()
     steps: dict = {}
     for o in occ:
         steps.setdefault(o["step"], []).append(o)
@@ -179,7 +179,7 @@ def main(argv: list[str]) -> int:
             continue
         w = sum(o["ns"] for o in os_)
         model = sum(o["ns"] * factors[o["start"]] for o in os_) / w
-        meas = [o["ns"] / full[o["key"]] for o in os_ if o["key"] in full and o["key"][3:5] == (4096, 4096)]
+        meas = [o["ns"] / f for o in os_ if o["key"][3:5] == (4096, 4096) and (f := full(o["key"]))]
         m = f"{statistics.median(meas):11.3f}" if meas else " " * 11
         print(f"{os_[0]['start'] / 1e6:9.1f} {n:6d} {model:6.3f} {m}  {os_[0]['case']}")
     return 0

@@ -41,7 +41,9 @@ occurrences, 1.0 throughout in the 2026-11-30 data), ns_p10 / ns_p90, emu_ns / e
 current prediction for the key, median of the trace's dur, and the profile layer it came from: exact, interp,
 nearest), held_out (the split below) and after_ns (what the C core would predict from this table's fitted rows
 alone: exact, or gemm_predict's log-log interpolation over N within the family; empty where it would have to
-extrapolate). The report on stdout: the keys and families, per key real vs emulated now (and, for held-out
+extrapolate), full_slot_ns (the slot at full clock: the median over occurrences of each one's slot over the power
+cap's factor on it, shim_c/core/power.c's model replayed over the recording by power_model.py; what
+profile_build.py writes) and capped_share (the share of occurrences the replay found capped). The report on stdout: the keys and families, per key real vs emulated now (and, for held-out
 keys, after), error summaries, GEMM time per decode step (phase decode), and totals per phase and layer.
 
 Held-out policy (profile_build.py's GEMM rule, per (a_type, ta, tb, M, K, batch) family): N that is one of
@@ -216,9 +218,10 @@ def occurrences(rec_dir: pathlib.Path, trace: pathlib.Path) -> tuple[list[dict],
     return out, dict(real_steps=len(real), emu_steps=len(emu), unmatched=unmatched, per_step=per_step)
 
 
-def full_clock_rows() -> dict:
-    """{key: ns} of profile_build's full-clock microbenchmark rows (GEMM_SRC), and for any N between two of
-    them in a family, log-log interpolated: what the GEMM takes at full clock"""
+def full_clock_ns():
+    """f(key) -> ns or None: what a GEMM takes at full clock, from profile_build's microbenchmark rows
+    (GEMM_SRC, each timed after a cool-down): the key's own row, or log-log interpolated over N between two
+    rows of its family"""
     import pandas as pd
 
     fam = collections.defaultdict(list)
@@ -226,21 +229,11 @@ def full_clock_rows() -> dict:
         k = pb.gemm_key(r)
         fam[k[:5] + k[6:]].append((k[5], r.t_median_us * 1e3))
 
-    class Full(dict):
-        def __missing__(self, key):
-            pts = sorted(fam.get(key[:5] + key[6:], []))
-            for (n0, t0), (n1, t1) in zip(pts, pts[1:]):
-                if n0 <= key[5] <= n1:
-                    return lerp_log(n0, t0, n1, t1, key[5])
-            raise KeyError(key)
-
-        def __contains__(self, key):
-            try:
-                self[key]
-                return True
-            except KeyError:
-                return False
-    return Full()
+    def ns(key):
+        pts = sorted(fam.get(key[:5] + key[6:], []))
+        return next((lerp_log(n0, t0, n1, t1, key[5]) for (n0, t0), (n1, t1) in zip(pts, pts[1:])
+                     if n0 <= key[5] <= n1), None)
+    return ns
 
 
 def build(rec_dir: pathlib.Path, trace: pathlib.Path, out: pathlib.Path) -> dict:

@@ -313,6 +313,29 @@ def test_sustained_gemms_slow_down_under_the_power_cap():
     assert after[1] == pytest.approx(base, rel=1e-3)
 
 
+def test_the_power_models_python_replay_follows_the_emulator():
+    """predictors/power_model.py mirrors shim_c/core/power.c (it brings vLLM's in-situ GEMM rows to full clock
+    by replaying the model over their recording): on the same back-to-back GEMMs from an idle card, both cap
+    at the same GEMM and stretch each one alike."""
+    from timewarp.predictors import power_model as pm
+
+    c = pm.constants(pathlib.Path(__file__).parents[1] / "shim_c" / "core" / "power.c")
+    on = run_emulated(POWER_PROG)
+    assert on.rc == 0, on.stderr[-3000:]
+    run = on.result["run"]
+    base = min(run)
+    cap, t, replayed = pm.PowerCap(c), 0.0, []
+    for _ in run:
+        f = cap.op(t, base * 1e6, 1.0, True)
+        replayed.append(f)
+        t += base * 1e6 * f
+    # the first also waits for the host's launch after its start event: compare from the second
+    emulated, replayed = [d / base for d in run[1:]], replayed[1:]
+    off = [i for i, (a, b) in enumerate(zip(emulated, replayed)) if abs(a - b) > 0.005]
+    assert len(off) <= 1, [(i, round(emulated[i], 3), round(replayed[i], 3)) for i in off]
+    assert replayed[0] == 1.0 and replayed[-1] == pytest.approx(c["LATER"])
+
+
 def test_rows_measured_inside_sustained_work_are_not_slowed_again(tmp_path):
     """vLLM's in-situ GEMM rows (flagged 1 after the time) were measured while the card was already capped."""
     prof = tmp_path / "profile.tsv"
