@@ -336,6 +336,40 @@ def test_the_power_models_python_replay_follows_the_emulator():
     assert replayed[0] == 1.0 and replayed[-1] == pytest.approx(c["LATER"])
 
 
+def test_a_capped_graph_replay_shows_its_stretch_in_the_trace(tmp_path):
+    """A CUDA graph of GEMMs replayed back to back: once the power cap sets in each replay takes longer, and a
+    trace shows that on the replay's GEMM nodes (shim_c/core/graph.c, tw_graph_exec_trace), one after the other,
+    so that per-kernel sums from a trace (predictors/compare_vllm_steps.py) add up to what the replays took."""
+    code = """
+    import torch
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.mm(a, a, out=c)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(10):
+            torch.mm(a, a, out=c)
+    for _ in range(30):
+        g.replay()
+    torch.cuda.synchronize()
+    print("{}")
+    """
+    trace = tmp_path / "t.json"
+    run = run_emulated(code, launcher_args=("--trace", str(trace)))
+    assert run.rc == 0, run.stderr[-3000:]
+    gemms = sorted((e for e in json.loads(trace.read_text())["traceEvents"] if "gemm" in e.get("args", {})),
+                   key=lambda e: e["ts"])
+    nodes = gemms[-300:]                                   # 30 replays of 10 (the eager warm-up GEMM before)
+    assert len(gemms) == 301, len(gemms)
+    base = nodes[0]["dur"]
+    assert nodes[-1]["dur"] == pytest.approx(1.16 * base, rel=0.01)        # LATER, on the nodes themselves
+    assert all(b["ts"] >= a["ts"] + a["dur"] - 0.01 for a, b in zip(nodes, nodes[1:]))   # one after the other
+    assert nodes[-1]["ts"] + nodes[-1]["dur"] - nodes[0]["ts"] == pytest.approx(sum(e["dur"] for e in nodes), rel=0.01)
+
+
 def test_rows_measured_inside_sustained_work_are_not_slowed_again(tmp_path):
     """vLLM's in-situ GEMM rows (flagged 1 after the time) were measured while the card was already capped."""
     prof = tmp_path / "profile.tsv"

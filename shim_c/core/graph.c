@@ -437,10 +437,23 @@ void tw_graph_exec_side_effects(const tw_graph_exec *x, uint64_t start) {
     }
 }
 
-void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t issued) {
-    for (size_t i = 0; i < x->n; i++)
-        if (x->ops[i].kind != TW_OP_EVENT_RECORD && x->ops[i].kind != TW_OP_EVENT_WAIT)
-            tw_record(dev, stream_id, &x->ops[i], start + x->offsets[i], start + x->offsets[i] + x->took[i], issued);
+/* A replay's nodes in a trace. A replay the power cap stretched (power.c: it ends later than its schedule)
+ * shows the stretch on its stretchable nodes, and its schedule spread over its stretched time, so that the
+ * nodes' times add up to what the replay took. */
+void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t end,
+                         uint64_t issued) {
+    uint64_t extra = end > start + x->total ? end - start - x->total : 0;
+    double per_ns = extra && x->stretchable ? (double)extra / (double)x->stretchable : 0;
+    double scale = extra && x->total ? (double)(end - start) / (double)x->total : 1;
+    const tw_gpu_spec *spec = per_ns > 0 ? tw_device_spec(x->dev) : NULL;
+    for (size_t i = 0; i < x->n; i++) {
+        const tw_op *op = &x->ops[i];
+        if (op->kind == TW_OP_EVENT_RECORD || op->kind == TW_OP_EVENT_WAIT) continue;
+        uint64_t d = x->took[i];
+        if (spec && tw_compute_bound(spec, op) && tw_power_stretchable(op)) d += (uint64_t)((double)d * per_ns);
+        uint64_t at = start + (uint64_t)((double)x->offsets[i] * scale);
+        tw_record(dev, stream_id, op, at, at + d, issued);
+    }
 }
 
 /* A full CUDA graph replays the same attention launches for every batch of its size: re-time those nodes

@@ -32,7 +32,7 @@
  * in-situ GEMM rows, which vllm_gemm_rows.py brings back to full clock with this model replayed over the
  * recording. Rows flagged `sustained` (measured capped) and the FlashAttention step model are not stretched,
  * but draw their power. A CUDA graph replay draws the power of its nodes averaged over its span, and its
- * stretchable nodes' time is stretched (in a trace, its nodes keep their unstretched places).
+ * stretchable nodes' time is stretched (a trace shows the stretch on those nodes: graph.c, tw_graph_exec_trace).
  *
  * Other devices get the H200's model (not measured there).
  *

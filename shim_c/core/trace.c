@@ -34,7 +34,8 @@ static const char *trace_path, *report_path;
 static int trace_writer_started;   /* in this process (a forked child starts its own) */
 static void start_trace_writer(void);
 static void trace_prefork(void), trace_postfork_parent(void), trace_postfork_child(void);
-void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t issued);
+void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, uint64_t start, uint64_t end,
+                         uint64_t issued);
 
 /* Copies, not getenv's pointers: setproctitle (vLLM names its processes "VLLM::EngineCore") reuses the
  * memory of the original environment for the new title. */
@@ -58,7 +59,7 @@ void tw_trace_init(void) {
 /* called with tw_lock held */
 void tw_record(int dev, uint64_t stream_id, const tw_op *op, uint64_t start, uint64_t end, uint64_t issued) {
     if (!tracing) return;
-    if (op->kind == TW_OP_GRAPH && op->exec) { tw_graph_exec_trace(op->exec, dev, stream_id, start, issued); return; }
+    if (op->kind == TW_OP_GRAPH && op->exec) { tw_graph_exec_trace(op->exec, dev, stream_id, start, end, issued); return; }
     if (nrecs >= maxrecs) return;
     rec **b = &blocks[nrecs / REC_BLOCK];
     if (!*b && !(*b = malloc(REC_BLOCK * sizeof **b))) return;
