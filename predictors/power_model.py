@@ -80,7 +80,7 @@ class PowerCap:
         elif p0 >= c["P_CAP"]:   # fell below the cap within the segment
             self.below = t0 + c["TAU_NS"] * math.log((p0 - target) / (c["P_CAP"] - target))
 
-    def op(self, start: float, dur: float, u: float, hot: bool) -> float:
+    def op(self, start: float, dur: float, u: float | None, hot: bool, sens: float = 1.0) -> float:
         c = self.c
         if dur <= 0:
             return 1.0
@@ -104,7 +104,7 @@ class PowerCap:
         factor = 1.0
         if part > 0 and hot:
             f = c["FIRST"] if self.capped_ns < c["FIRST_NS"] else c["LATER"]
-            factor = 1.0 + part * (f - 1.0)
+            factor = 1.0 + part * (f - 1.0) * sens
             self.capped_ns += dur * part
         # the op ran `dur` here: the recording's own time, which already holds its slowdown
         end = start + dur
@@ -133,8 +133,8 @@ def replay(rec_dir: pathlib.Path, gemms: dict[int, tuple[float, bool]]) -> dict[
         if kind != "kernel":
             cap.op(start, dur, None, hot=False)
         elif start in gemms:
-            u, hot = gemms[start]
-            out[start] = cap.op(start, dur, u, hot)
+            u, hot, sens = gemms[start]
+            out[start] = cap.op(start, dur, u, hot, sens)
         elif name.startswith("nvjet"):       # a GEMM of a step the alignment left out
             cap.op(start, dur, 0.9 if big else 0.25, hot=big)
         elif "flash" in name.lower():
@@ -144,16 +144,17 @@ def replay(rec_dir: pathlib.Path, gemms: dict[int, tuple[float, bool]]) -> dict[
     return out
 
 
-def gemm_u(key: tuple, ns: float) -> tuple[float, bool]:
-    """(u, compute-bound) of a GEMM occurrence (key: a_type, ta, tb, M, K, N, batch; bf16): u its compute time
-    at GEMM_RATE over its measured time; compute-bound where that compute time exceeds its memory time at
-    HBM_RATE, the roofline's test (shim_c/core/model.c, tw_compute_bound), so that the replay stretches what
-    the emulator stretches"""
+def gemm_u(key: tuple, ns: float) -> tuple[float, bool, float]:
+    """(u, compute-bound, sensitivity) of a GEMM occurrence (key: a_type, ta, tb, M, K, N, batch; bf16): u its
+    compute time at GEMM_RATE over its measured time; compute-bound where that compute time exceeds its memory
+    time at HBM_RATE, the roofline's test (shim_c/core/model.c, tw_compute_bound); the share of it the cap
+    stretches as power.c's tw_power_sensitivity: so that the replay stretches what the emulator stretches"""
     _, _, _, m, k, n, b = key
     b = max(b, 1)
     t_compute = 2.0 * m * k * n * b / GEMM_RATE
     t_memory = 2.0 * b * (m * k + k * n + m * n) / HBM_RATE
-    return (t_compute / (ns * 1e-9) if ns > 0 else 0.0), t_compute > t_memory
+    sens = min(1.0, max(0.0, t_compute / t_memory - 1.0))
+    return (t_compute / (ns * 1e-9) if ns > 0 else 0.0), t_compute > t_memory, sens
 
 
 def main(argv: list[str]) -> int:

@@ -336,6 +336,47 @@ def test_the_power_models_python_replay_follows_the_emulator():
     assert replayed[0] == 1.0 and replayed[-1] == pytest.approx(c["LATER"])
 
 
+def test_the_cap_stretches_a_gemm_near_the_ridge_less():
+    """power.c's tw_power_sensitivity: a GEMM whose compute time is barely above its memory time (4096x4096 at
+    256 tokens: 1.24x) is stretched by a quarter of the cap's slowdown, as vLLM's recording showed (the same
+    time capped and not), a large one by all of it."""
+    code = """
+    import json, time, torch
+    import torch.nn.functional as F
+    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+    c = torch.empty_like(a)
+    x = torch.randn(256, 4096, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
+    def small_ms(n=30):    # queued behind a large GEMM, so that they run back to back
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        torch.mm(a, a, out=c); e0.record()
+        for _ in range(n):
+            F.linear(x, w)
+        e1.record(); torch.cuda.synchronize()
+        return e0.elapsed_time(e1) / n
+    def big_ms(n):
+        e = [torch.cuda.Event(enable_timing=True) for _ in range(n + 1)]
+        e[0].record()
+        for i in range(n):
+            torch.mm(a, a, out=c); e[i + 1].record()
+        torch.cuda.synchronize()
+        return [e[i].elapsed_time(e[i + 1]) for i in range(n)]
+    small_ms(); time.sleep(1)
+    cool = small_ms()
+    time.sleep(1)
+    capped_big = big_ms(150)[-1]          # 200 ms of large GEMMs: capped
+    capped = small_ms()
+    print(json.dumps({"cool": cool, "capped": capped, "capped_big": capped_big}))
+    """
+    run = run_emulated(code)
+    assert run.rc == 0, run.stderr[-3000:]
+    r = run.result
+    assert 1.02 < r["capped"] / r["cool"] < 1.06, r            # 1 + 0.24 x 0.16
+    off = run_emulated(code, env={"TIMEWARP_POWER": "0"})
+    assert off.rc == 0, off.stderr[-3000:]
+    assert r["capped_big"] / off.result["capped_big"] == pytest.approx(1.16, rel=0.01)
+
+
 def test_a_capped_graph_replay_shows_its_stretch_in_the_trace(tmp_path):
     """A CUDA graph of GEMMs replayed back to back: once the power cap sets in each replay takes longer, and a
     trace shows that on the replay's GEMM nodes (shim_c/core/graph.c, tw_graph_exec_trace), one after the other,

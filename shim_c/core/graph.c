@@ -286,7 +286,8 @@ static void lay_out(tw_graph_exec *x) {
         energy += tw_power_draw(spec, op, op->duration) * (double)op->duration;
         if (tw_compute_bound(spec, op)) {
             x->hot += op->duration;
-            if (tw_power_stretchable(op)) x->stretchable += op->duration;
+            if (tw_power_stretchable(op))
+                x->stretchable += (uint64_t)((double)op->duration * tw_power_sensitivity(spec, op));
         }
     }
     x->power = total ? energy / (double)total : 0;   /* where lanes overlap, their nodes' power adds up */
@@ -450,7 +451,8 @@ void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, ui
         const tw_op *op = &x->ops[i];
         if (op->kind == TW_OP_EVENT_RECORD || op->kind == TW_OP_EVENT_WAIT) continue;
         uint64_t d = x->took[i];
-        if (spec && tw_compute_bound(spec, op) && tw_power_stretchable(op)) d += (uint64_t)((double)d * per_ns);
+        if (spec && tw_compute_bound(spec, op) && tw_power_stretchable(op))
+            d += (uint64_t)((double)d * tw_power_sensitivity(spec, op) * per_ns);
         uint64_t at = start + (uint64_t)((double)x->offsets[i] * scale);
         tw_record(dev, stream_id, op, at, at + d, issued);
     }

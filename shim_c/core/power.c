@@ -76,6 +76,17 @@ double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur) {
     return op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET ? P_COPY : P_BUSY + P_COMPUTE * u;
 }
 
+/* How much of a compute-bound kernel's time the cap stretches: all of it once its compute time is twice its
+ * memory time or more, less near the roofline's ridge (a 4096x4096 GEMM of 256 tokens, compute 1.24x its
+ * memory time, took the same time capped and not in vLLM's recording; 28672x4096 at 256 tokens, 1.3x, took
+ * 1.08x; both at 512 tokens, 2.2-2.5x, 1.11-1.25x), in proportion between */
+double tw_power_sensitivity(const tw_gpu_spec *s, const tw_op *op) {
+    double tc, tm;
+    if (op->kind != TW_OP_KERNEL || !tw_annotated_times(s, op, &tc, &tm) || tm <= 0) return 1;
+    double x = tc / tm - 1;
+    return x < 0 ? 0 : x > 1 ? 1 : x;
+}
+
 /* The filter over [t0, t1] toward `target`; notes when it falls below the cap */
 static void filter(tw_device_state *D, double target, uint64_t t0, uint64_t t1) {
     double p0 = D->pw_power;
@@ -91,7 +102,7 @@ uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur
     double p;
     if (op->kind == TW_OP_KERNEL) {
         hot = tw_compute_bound(D->spec, op) ? dur : 0;
-        stretchable = hot && tw_power_stretchable(op) ? dur : 0;
+        stretchable = hot && tw_power_stretchable(op) ? (uint64_t)((double)dur * tw_power_sensitivity(D->spec, op)) : 0;
         p = P_IDLE + tw_power_draw(D->spec, op, dur);
     } else if (op->kind == TW_OP_GRAPH && op->exec) {
         tw_graph_exec_hot(op->exec, &hot, &stretchable, &p);
