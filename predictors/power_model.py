@@ -32,8 +32,6 @@ HERE = pathlib.Path(__file__).resolve().parent
 POWER_C = HERE.parent / "shim_c" / "core" / "power.c"
 DEFAULT_REC = HERE / "data" / "h200" / "vllm_kernels_2026-11-30"
 STEP_KERNEL = "triton_red_fused__to_copy_embedding_rms_norm_0"
-GEMM_RATE = 790e12          # predictors/catalog/gpus.toml, H200 bf16_flops: u = 1 for a large GEMM
-HBM_RATE = 4.3e12           # and hbm_bytes_per_s
 ATTN_PREFILL_U = 0.6        # the roofline's attention efficiency (shim_c/core/model.c)
 PREFILL_TOKENS = 256        # from this many tokens in a step, its GEMMs and attention are compute-bound
 
@@ -80,7 +78,7 @@ class PowerCap:
         elif p0 >= c["P_CAP"]:   # fell below the cap within the segment
             self.below = t0 + c["TAU_NS"] * math.log((p0 - target) / (c["P_CAP"] - target))
 
-    def op(self, start: float, dur: float, u: float | None, hot: bool, sens: float = 1.0) -> float:
+    def op(self, start: float, dur: float, u: float | None, hot: bool, share: float = 1.0) -> float:
         c = self.c
         if dur <= 0:
             return 1.0
@@ -104,7 +102,7 @@ class PowerCap:
         factor = 1.0
         if part > 0 and hot:
             f = c["FIRST"] if self.capped_ns < c["FIRST_NS"] else c["LATER"]
-            factor = 1.0 + part * (f - 1.0) * sens
+            factor = 1.0 + part * (f - 1.0) * share
             self.capped_ns += dur * part
         # the op ran `dur` here: the recording's own time, which already holds its slowdown
         end = start + dur
@@ -133,8 +131,8 @@ def replay(rec_dir: pathlib.Path, gemms: dict[int, tuple[float, bool]]) -> dict[
         if kind != "kernel":
             cap.op(start, dur, None, hot=False)
         elif start in gemms:
-            u, hot, sens = gemms[start]
-            out[start] = cap.op(start, dur, u, hot, sens)
+            u, hot, share = gemms[start]
+            out[start] = cap.op(start, dur, u, hot, share)
         elif name.startswith("nvjet"):       # a GEMM of a step the alignment left out
             cap.op(start, dur, 0.9 if big else 0.25, hot=big)
         elif "flash" in name.lower():
@@ -145,16 +143,20 @@ def replay(rec_dir: pathlib.Path, gemms: dict[int, tuple[float, bool]]) -> dict[
 
 
 def gemm_u(key: tuple, ns: float) -> tuple[float, bool, float]:
-    """(u, compute-bound, sensitivity) of a GEMM occurrence (key: a_type, ta, tb, M, K, N, batch; bf16): u its
-    compute time at GEMM_RATE over its measured time; compute-bound where that compute time exceeds its memory
-    time at HBM_RATE, the roofline's test (shim_c/core/model.c, tw_compute_bound); the share of it the cap
-    stretches as power.c's tw_power_sensitivity: so that the replay stretches what the emulator stretches"""
+    """(u, compute-bound, share) of a GEMM occurrence (key: a_type, ta, tb, M, K, N, batch; bf16) on the H200,
+    as power.c's tw_power_draw has them, so that the replay stretches what the emulator stretches: u its
+    compute time at the catalog's GEMM rate over its measured time; compute-bound where that compute time
+    exceeds its memory time at the catalog's HBM rate (shim_c/core/model.c, tw_annotated_times); share the part
+    of its time the cap stretches (compute over memory time, less one, at most 1)"""
+    from .fit_attention import rates
+
+    gemm_rate, hbm_rate = rates("H200")   # the catalog's, cached
     _, _, _, m, k, n, b = key
     b = max(b, 1)
-    t_compute = 2.0 * m * k * n * b / GEMM_RATE
-    t_memory = 2.0 * b * (m * k + k * n + m * n) / HBM_RATE
-    sens = min(1.0, max(0.0, t_compute / t_memory - 1.0))
-    return (t_compute / (ns * 1e-9) if ns > 0 else 0.0), t_compute > t_memory, sens
+    t_compute = 2.0 * m * k * n * b / gemm_rate
+    t_memory = 2.0 * b * (m * k + k * n + m * n) / hbm_rate
+    share = min(1.0, max(0.0, t_compute / t_memory - 1.0))
+    return (t_compute / (ns * 1e-9) if ns > 0 else 0.0), t_compute > t_memory, share
 
 
 def main(argv: list[str]) -> int:

@@ -337,9 +337,9 @@ def test_the_power_models_python_replay_follows_the_emulator():
 
 
 def test_the_cap_stretches_a_gemm_near_the_ridge_less():
-    """power.c's tw_power_sensitivity: a GEMM whose compute time is barely above its memory time (4096x4096 at
-    256 tokens: 1.24x) is stretched by a quarter of the cap's slowdown, as vLLM's recording showed (the same
-    time capped and not), a large one by all of it."""
+    """power.c's tw_power_draw, the share of a kernel's time the cap stretches: a GEMM whose compute time is
+    barely above its memory time (4096x4096 at 256 tokens: 1.24x) is stretched by a quarter of the cap's
+    slowdown, as vLLM's recording showed (the same time capped and not), a large one by all of it."""
     code = """
     import json, time, torch
     import torch.nn.functional as F

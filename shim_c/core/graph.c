@@ -283,11 +283,11 @@ static void lay_out(tw_graph_exec *x) {
     for (size_t i = 0; spec && i < x->n; i++) {
         const tw_op *op = &x->ops[i];
         if (op->kind != TW_OP_KERNEL && op->kind != TW_OP_MEMCPY && op->kind != TW_OP_MEMSET) continue;
-        energy += tw_power_draw(spec, op, op->duration) * (double)op->duration;
-        if (tw_compute_bound(spec, op)) {
+        double share;
+        energy += tw_power_draw(spec, op, op->duration, &share) * (double)op->duration;
+        if (share > 0) {
             x->hot += op->duration;
-            if (tw_power_stretchable(op))
-                x->stretchable += (uint64_t)((double)op->duration * tw_power_sensitivity(spec, op));
+            if (tw_power_stretchable(op)) x->stretchable += (uint64_t)((double)op->duration * share);
         }
     }
     x->power = total ? energy / (double)total : 0;   /* where lanes overlap, their nodes' power adds up */
@@ -451,8 +451,9 @@ void tw_graph_exec_trace(const tw_graph_exec *x, int dev, uint64_t stream_id, ui
         const tw_op *op = &x->ops[i];
         if (op->kind == TW_OP_EVENT_RECORD || op->kind == TW_OP_EVENT_WAIT) continue;
         uint64_t d = x->took[i];
-        if (spec && tw_compute_bound(spec, op) && tw_power_stretchable(op))
-            d += (uint64_t)((double)d * tw_power_sensitivity(spec, op) * per_ns);
+        double share = 0;
+        if (spec && tw_power_stretchable(op)) tw_power_draw(spec, op, op->duration, &share);
+        d += (uint64_t)((double)d * share * per_ns);
         uint64_t at = start + (uint64_t)((double)x->offsets[i] * scale);
         tw_record(dev, stream_id, op, at, at + d, issued);
     }

@@ -71,8 +71,7 @@ void tw_blas_table_clear(void);
  * (kernels and graph replays); whether a predicted op's time may be stretched (measured at full clock) */
 uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur);
 int tw_power_stretchable(const tw_op *op);
-double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur);
-double tw_power_sensitivity(const tw_gpu_spec *s, const tw_op *op);
+double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur, double *share);
 int tw_power_enabled(void);   /* on unless TIMEWARP_POWER=0 */
 
 extern tw_device_state tw_devices[TW_MAX_DEVICES];

@@ -34,7 +34,7 @@ static uint64_t secs_to_ns(double s) { return s <= 0 ? 1 : (uint64_t)(s * 1e9 + 
 
 /* An annotated launch's compute time and memory time at the device's rates (GEMM, attention, and an Inductor
  * kernel whose extents were read): 0 when the launch has none of them. Shared by the roofline, the power
- * model's compute-bound test and graph.c's bandwidth demands of overlapping branches. */
+ * model (power.c, tw_power_draw) and graph.c's bandwidth demands of overlapping branches. */
 int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
     const tw_annotation *a = &op->ann;
     if (a->kind == TW_ANN_GEMM) {
@@ -92,11 +92,6 @@ double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
     case TW_OP_MEMSET: return op->bytes / s->mem_bw + floor;
     default: return 1e-9;
     }
-}
-
-int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op) {
-    double t, tb;
-    return op->kind == TW_OP_KERNEL && tw_annotated_times(s, op, &t, &tb) && t > tb;
 }
 
 uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer) {

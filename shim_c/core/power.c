@@ -7,8 +7,8 @@
  * first-order filter of that power (time constant TAU_NS) stands for what the card's controller sees. When
  * the filtered power reaches the cap the card is capped; it is released once the filtered power has stayed
  * below the cap for HOLD_NS. While capped, compute-bound kernels are stretched, by FIRST for their first
- * FIRST_NS of capped time and by LATER after that; a release shorter than FIRST_NS does not start that count
- * again.
+ * FIRST_NS of capped time and by LATER after that, less near the roofline's ridge (tw_power_draw); a release
+ * shorter than FIRST_NS does not start that count again.
  *
  * Measured on the H200 (predictors/data/h200/power_2026-11-30 and -30b, gemm_cool_2026-12-03,
  * vllm_nvml_2026-12-04, vllm_kernels_2026-11-30):
@@ -66,25 +66,22 @@ int tw_power_stretchable(const tw_op *op) {
     return !(op->layer == TW_LAYER_STEP || op->layer < 0 || (op->layer & TW_LAYER_SUSTAINED));
 }
 
-/* The power an operation draws at full clock over an idle card's, W; dur its duration there */
-double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur) {
+/* The power an operation draws at full clock over an idle card's (W; dur its duration there), and into
+ * *share how much of its time the cap stretches: 0 unless it is compute-bound (its compute time above its
+ * memory time, both at the device's rates: tw_annotated_times), all of it once its compute time is twice its
+ * memory time or more, and in proportion between: near the roofline's ridge the clock matters less (a
+ * 4096x4096 GEMM of 256 tokens, compute 1.24x its memory time, took the same time capped and not in vLLM's
+ * recording; 28672x4096 at 256 tokens, 1.3x, took 1.08x; both at 512 tokens, 2.2-2.5x, 1.11-1.25x). */
+double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur, double *share) {
     double tc, tm, u = 0;
-    if (op->kind == TW_OP_KERNEL && dur && tw_annotated_times(s, op, &tc, &tm)) {
-        u = tc * 1e9 / (double)dur;
+    *share = 0;
+    if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) return P_COPY;
+    if (op->kind == TW_OP_KERNEL && tw_annotated_times(s, op, &tc, &tm)) {
+        if (dur) u = tc * 1e9 / (double)dur;
         if (u > 1) u = 1;
+        if (tc > tm) *share = tm <= 0 || tc >= 2 * tm ? 1 : tc / tm - 1;
     }
-    return op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET ? P_COPY : P_BUSY + P_COMPUTE * u;
-}
-
-/* How much of a compute-bound kernel's time the cap stretches: all of it once its compute time is twice its
- * memory time or more, less near the roofline's ridge (a 4096x4096 GEMM of 256 tokens, compute 1.24x its
- * memory time, took the same time capped and not in vLLM's recording; 28672x4096 at 256 tokens, 1.3x, took
- * 1.08x; both at 512 tokens, 2.2-2.5x, 1.11-1.25x), in proportion between */
-double tw_power_sensitivity(const tw_gpu_spec *s, const tw_op *op) {
-    double tc, tm;
-    if (op->kind != TW_OP_KERNEL || !tw_annotated_times(s, op, &tc, &tm) || tm <= 0) return 1;
-    double x = tc / tm - 1;
-    return x < 0 ? 0 : x > 1 ? 1 : x;
+    return P_BUSY + P_COMPUTE * u;
 }
 
 /* The filter over [t0, t1] toward `target`; notes when it falls below the cap */
@@ -100,16 +97,14 @@ uint64_t tw_power_stretch(int dev, const tw_op *op, uint64_t start, uint64_t dur
     tw_device_state *D = &tw_devices[dev];
     uint64_t hot, stretchable;
     double p;
-    if (op->kind == TW_OP_KERNEL) {
-        hot = tw_compute_bound(D->spec, op) ? dur : 0;
-        stretchable = hot && tw_power_stretchable(op) ? (uint64_t)((double)dur * tw_power_sensitivity(D->spec, op)) : 0;
-        p = P_IDLE + tw_power_draw(D->spec, op, dur);
+    if (op->kind == TW_OP_KERNEL || op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) {
+        double share;
+        p = P_IDLE + tw_power_draw(D->spec, op, dur, &share);
+        hot = share > 0 ? dur : 0;
+        stretchable = hot && tw_power_stretchable(op) ? (uint64_t)((double)dur * share) : 0;
     } else if (op->kind == TW_OP_GRAPH && op->exec) {
         tw_graph_exec_hot(op->exec, &hot, &stretchable, &p);
         p += P_IDLE;
-    } else if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) {
-        hot = stretchable = 0;
-        p = P_IDLE + P_COPY;
     } else {
         return dur;
     }

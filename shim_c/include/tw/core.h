@@ -384,8 +384,6 @@ uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
 /* An annotated launch's (GEMM, attention) compute and memory times at the device's peak rates; 0 if neither. */
 int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory);
-/* Whether an annotated launch (GEMM, attention) is bound by compute rather than memory on s */
-int tw_compute_bound(const tw_gpu_spec *s, const tw_op *op);
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
 /* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns. */
