@@ -368,29 +368,22 @@ class CommandError(Exception):
         return self.message
 
 
-TRACE_END = b"]}\n"    # what shim_c/core/trace.c writes after every append
+TRACE_HEAD = b'{"displayTimeUnit":"ns","traceEvents":[\n'   # shim_c/core/trace.c's, as it writes them
+TRACE_END = b"]}\n"    # after every append
 RECORD_END = b"}}\n"   # the end of each record's line (names are JSON-escaped: no newline inside one)
 
 
 def close_trace(path: str | os.PathLike) -> str | None:
-    """A trace whose process was killed while its writer thread appended (vLLM kills its engine core at
-    shutdown) ends inside a record: cut it after the last whole record and close the JSON again. One killed
-    during its first write left only `<trace>.<pid>.tmp`, which becomes the trace. Returns what was mended,
-    or None."""
+    """A trace whose last writer was killed while it appended (vLLM kills its engine core at shutdown) ends
+    inside a record: cut it after the last whole record and close the JSON again. Returns what was mended, or
+    None."""
     p = Path(path)
-    note = None
-    tmps = sorted(p.parent.glob(p.name + ".*.tmp"), key=lambda t: t.stat().st_mtime)
-    if not p.exists() and tmps:
-        tmps.pop().replace(p)
-        note = "its process was killed during the first write"
-    for t in tmps:   # a first write whose process was killed, beside a trace another process finished
-        t.unlink(missing_ok=True)
     if not p.exists():
-        return note
+        return None
     with open(p, "rb+") as f:
         size = f.seek(0, os.SEEK_END)
         f.seek(max(0, size - len(TRACE_END)))
-        if f.read() == TRACE_END and note is None:
+        if f.read() == TRACE_END:
             return None
         # the last whole record, searched backwards a chunk at a time (a trace can be hundreds of MB)
         end, pos, tail = None, size, b""
@@ -402,14 +395,12 @@ def close_trace(path: str | os.PathLike) -> str | None:
             if i >= 0:
                 end = start + i + len(RECORD_END)
             pos, tail = start, chunk[:len(RECORD_END)]
-        if end is None:   # not one whole record: keep the header alone
-            f.seek(0)
-            i = f.read(4096).find(b"[\n")
-            end = i + 2 if i >= 0 else 0
+        if end is None:   # not one whole record: the header alone
+            end = 0
         f.truncate(end)
         f.seek(end)
-        f.write(TRACE_END)
-    return note or "its process was killed while appending; cut after the last whole record"
+        f.write((TRACE_HEAD if end == 0 else b"") + TRACE_END)
+    return "a process was killed while appending; cut after the last whole record"
 
 
 def resolve_command(argv0: str, path: str | None) -> str:
@@ -602,6 +593,13 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
     try:
         env = dict(os.environ)
         env.update(timewarp_env(gpu, num_gpus, rep.path, trace, strict, base_env=os.environ, lib=lib))
+        if trace is not None:   # the run's GPU processes append to one trace (shim_c/core/trace.c): not to an older one
+            try:
+                Path(trace).unlink(missing_ok=True)
+                Path(trace).touch()   # writable: said now, not after the run
+                Path(trace).unlink()
+            except OSError as e:
+                raise LauncherError(f"--trace {trace}: cannot write it: {e.strerror or e}") from e
         coord, cenv = start_coordinator(lib, gpu, num_gpus, topology, join, listen, token)
         env.update(cenv)
         pace = None

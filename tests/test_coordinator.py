@@ -345,11 +345,21 @@ def test_pool_thread_waiting_for_the_real_gil_does_not_spin():
 
 
 @pytest.mark.parametrize("world", [2, 4])
-def test_torch_distributed_nccl_across_processes(world):
-    r = timewarp("run", "--gpus", str(world), "--", sys.executable, str(PROGS / "dist_ops.py"), str(world))
+def test_torch_distributed_nccl_across_processes(world, tmp_path):
+    trace = tmp_path / "trace.json"
+    r = timewarp("run", "--gpus", str(world), "--trace", str(trace), "--", sys.executable, str(PROGS / "dist_ops.py"),
+                 str(world))
     assert r.returncode == 0, r.stderr[-3000:]
     ok = re.findall(r"rank (\d+) ok mlp_us ([0-9.]+)", r.stdout)
     assert sorted(int(k) for k, _ in ok) == list(range(world))
+    # every rank's process appends to the one trace (shim_c/core/trace.c), its device a process of it: each
+    # holds its 5 MLP steps' two GEMMs, of its own shard's width (before, the last rank's file replaced the others)
+    gemms = {}
+    for e in json.loads(trace.read_text())["traceEvents"]:
+        g = e["args"].get("gemm")
+        if g and 14336 // world in (g["m"], g["n"], g["k"]):
+            gemms[e["pid"]] = gemms.get(e["pid"], 0) + 1
+    assert gemms == {rank: 10 for rank in range(world)}, gemms
     if world == 2:
         # TP MLP step, 2048 tokens, on 2 x H200: measured 536 us (event, eager) on the real pair
         # (predictors/data/h200/nccl_2026-11-30/mlp.csv); the prediction must be of that order

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include "internal.h"
@@ -82,7 +83,7 @@ static void json_str(FILE *f, const char *s) {
 
 static void write_rec(FILE *f, size_t i) {
     const rec *r = &blocks[i / REC_BLOCK][i % REC_BLOCK];
-    fprintf(f, "%s{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", i ? "," : "", r->dev,
+    fprintf(f, ",{\"ph\":\"X\",\"pid\":%d,\"tid\":%llu,\"ts\":%.3f,\"dur\":%.3f,\"name\":", r->dev,
             (unsigned long long)r->stream, r->start / 1e3, (r->end - r->start) / 1e3);
     json_str(f, r->k ? r->k->name : r->label);
     fprintf(f, ",\"args\":{\"grid\":[%u,%u,%u],\"block\":[%u,%u,%u],\"layer\":\"%s\",\"issued\":%.3f", r->grid[0],
@@ -107,38 +108,82 @@ static void write_rec(FILE *f, size_t i) {
 /* The trace is written incrementally: each write appends the records since the last one, then the closing
  * "]}", which the next write overwrites. Why: a process that may be killed (vLLM's engine core) must leave
  * a trace while it runs, and rewriting a trace of a million records (300 MB) every 20 s perturbed the run's
- * timing (case 3 TPOT +53%, docs/LIMITATIONS.md). The first write goes to a temporary file renamed into
- * place, so a reader never sees a partial first trace; later appends land in the same file, a reader of a
- * killed process's trace sees the last complete snapshot unless the kill came during an append. A process
- * that ran nothing on a GPU writes none: with several processes (vLLM's API server, engine core and
- * benchmark client) the file is the one that did the GPU work. Called with trace_file_lock held
- * (append_trace). */
-static FILE *trace_f;
-static size_t trace_done;   /* records already in the file */
-static long trace_tail;     /* the file offset of the closing "]}" */
+ * timing (case 3 TPOT +53%, docs/LIMITATIONS.md).
+ * Every process of a run that does GPU work appends to the one file, under an exclusive flock: with tensor
+ * parallelism each worker's device is a process of the trace ("pid" is the device). Before, each process
+ * renamed its own first snapshot into place and the last one won: a TP=2 trace held one worker's kernels.
+ * A process killed during an append (the lock dies with it) leaves the file cut inside a record; the next
+ * append starts after the last whole record, and the launcher mends a cut at the end of the run
+ * (integrations/launcher.py, close_trace). `timewarp run` removes an older trace of the path before it starts.
+ * Each append is one write of a buffer made beforehand, so a reader that opens the file while it runs sees
+ * a partial append only if it reads during that one write. A process that ran nothing on a GPU writes
+ * none. Called with trace_file_lock held (append_trace). */
+static size_t trace_done;   /* records of this process already in the file */
 static pthread_mutex_t trace_file_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static const char TRACE_HEAD[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n";
+static const char TRACE_END[] = "]}\n";
+
+/* Where the next append goes in a file of `size` bytes: over the closing "]}" of a whole trace, else after
+ * its last whole record ("}}\n"; a process was killed while appending), else after the header. *first: the
+ * file holds no record yet. 0 for an empty file, -1 for a file that is not a trace of ours. */
+static off_t append_point(int fd, off_t size, int *first) {
+    char buf[65536];
+    size_t hl = sizeof TRACE_HEAD - 1, el = sizeof TRACE_END - 1;
+    *first = 1;
+    if (size < (off_t)hl)   /* empty, or a head cut by a kill: written again */
+        return pread(fd, buf, (size_t)size, 0) == (ssize_t)size && memcmp(buf, TRACE_HEAD, (size_t)size) == 0 ? 0 : -1;
+    if (pread(fd, buf, hl, 0) != (ssize_t)hl || memcmp(buf, TRACE_HEAD, hl) != 0) return -1;
+    off_t at = -1;
+    if (size >= (off_t)(hl + el) && pread(fd, buf, el, size - el) == (ssize_t)el && memcmp(buf, TRACE_END, el) == 0)
+        at = size - el;
+    else   /* the last "}}\n", searched backwards a chunk at a time (chunks overlap by two bytes) */
+        for (off_t hi = size; hi > (off_t)hl && at < 0;) {
+            off_t lo = hi - (off_t)sizeof buf > (off_t)hl ? hi - (off_t)sizeof buf : (off_t)hl;
+            ssize_t got = pread(fd, buf, (size_t)(hi - lo), lo);
+            if (got != hi - lo) return -1;
+            for (ssize_t i = got - 3; i >= 0; i--)
+                if (buf[i] == '}' && buf[i + 1] == '}' && buf[i + 2] == '\n') { at = lo + i + 3; break; }
+            if (lo == (off_t)hl) break;
+            hi = lo + 2;
+        }
+    if (at < 0) at = (off_t)hl;
+    *first = at == (off_t)hl;
+    return at;
+}
 
 static void write_trace(void) {
     size_t n = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
     if (!n || n == trace_done) return;
-    char tmp[4200];
-    FILE *f = trace_f;
-    if (!f) {   /* the first write: the header, all of it, then the rename */
-        snprintf(tmp, sizeof tmp, "%s.%d.tmp", trace_path, (int)getpid());
-        if (!(f = fopen(tmp, "w"))) { tw_log("cannot write trace %s", tmp); return; }
-        fprintf(f, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n");
-    } else if (fseek(f, trace_tail, SEEK_SET) != 0) {
-        return;
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    if (!m) return;
+    for (size_t i = trace_done; i < n; i++) write_rec(m, i);
+    fputs(TRACE_END, m);
+    if (fclose(m) != 0) { free(buf); return; }
+    int fd = open(trace_path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) { tw_log("cannot write trace %s: %s", trace_path, strerror(errno)); free(buf); return; }
+    while (flock(fd, LOCK_EX) != 0 && errno == EINTR) {}
+    int first;
+    off_t size = lseek(fd, 0, SEEK_END), at = size < 0 ? -1 : append_point(fd, size, &first);
+    if (at < 0) {
+        tw_log("trace %s: not a trace timewarp wrote; not appended to", trace_path);
+    } else {
+        /* the head for an empty file; a record's line starts with "," unless it is the file's first */
+        size_t off = first ? 1 : 0;
+        struct iovec iov[2] = {{(void *)TRACE_HEAD, at == 0 ? sizeof TRACE_HEAD - 1 : 0}, {buf + off, len - off}};
+        size_t total = iov[0].iov_len + iov[1].iov_len;
+        if (pwritev(fd, iov, 2, at) == (ssize_t)total) {
+            if (ftruncate(fd, at + (off_t)total) != 0) {}   /* past a cut record's remains */
+            trace_done = n;
+        } else {
+            tw_log("trace %s: append failed", trace_path);
+        }
     }
-    for (size_t i = trace_done; i < n; i++) write_rec(f, i);
-    trace_tail = ftell(f);
-    fprintf(f, "]}\n");
-    int ok = fflush(f) == 0;
-    if (!trace_f) {
-        if (!ok || rename(tmp, trace_path) != 0) { fclose(f); unlink(tmp); return; }
-        trace_f = f;
-    }
-    trace_done = n;
+    flock(fd, LOCK_UN);
+    close(fd);
+    free(buf);
 }
 
 static void append_trace(void) {
@@ -163,14 +208,13 @@ static void *trace_writer_main(void *arg) {
     return NULL;
 }
 
-/* fork: the child has no writer thread and must not inherit a lock its parent's writer held, nor the
- * parent's file (a child starts a trace of its own, with every record it inherited). */
+/* fork: the child has no writer thread and must not inherit a lock its parent's writer held; the records it
+ * inherited are its parent's to write (both append to the one file). */
 static void trace_prefork(void) { pthread_mutex_lock(&trace_file_lock); }
 static void trace_postfork_parent(void) { pthread_mutex_unlock(&trace_file_lock); }
 static void trace_postfork_child(void) {
     pthread_mutex_init(&trace_file_lock, NULL);
-    trace_f = NULL;
-    trace_done = 0;
+    trace_done = __atomic_load_n(&nrecs, __ATOMIC_ACQUIRE);
     trace_writer_started = 0;
 }
 
