@@ -38,15 +38,20 @@ def publish(q_lens: np.ndarray, k_lens: np.ndarray, heads: int, kv_heads: int, h
 
 
 def _attention_shape(runner) -> tuple[int, int, int]:
+    """The runner's attention heads, KV heads and head size, worked out at its first step (with its KV cache's
+    element size, handed to the shim then: both are fixed for the runner's life)."""
     shape = getattr(runner, "_timewarp_attn_shape", None)
     if shape is None:
-        mc, pc = runner.model_config, runner.vllm_config.parallel_config
-        shape = (mc.get_num_attention_heads(pc), mc.get_num_kv_heads(pc), mc.get_head_size())
-        runner._timewarp_attn_shape = shape
-        # --kv-cache-dtype fp8 (fp8, fp8_e4m3, fp8_e5m2): FA3 reads K, V and the quantized query as fp8
-        cache_dtype = str(getattr(runner.vllm_config.cache_config, "cache_dtype", "auto"))
-        _set_kv_elem(1 if cache_dtype.startswith("fp8") else 2)
+        shape = runner._timewarp_attn_shape = _first_step(runner)
     return shape
+
+
+def _first_step(runner) -> tuple[int, int, int]:
+    mc, pc = runner.model_config, runner.vllm_config.parallel_config
+    # --kv-cache-dtype fp8 (fp8, fp8_e4m3, fp8_e5m2): FA3 reads K, V and the quantized query as fp8
+    cache_dtype = str(getattr(runner.vllm_config.cache_config, "cache_dtype", "auto"))
+    _set_kv_elem(1 if cache_dtype.startswith("fp8") else 2)
+    return mc.get_num_attention_heads(pc), mc.get_num_kv_heads(pc), mc.get_head_size()
 
 
 def _after_prepare_inputs(runner, batch, *args, **kwargs) -> None:

@@ -34,11 +34,11 @@ done
 note "ready=$ready"
 if [ $ready = 1 ]; then
   for k in ${CASES:-1 2}; do
-    read -r C I O N <<< "${SPEC[$k]}"
     N=${PROMPTS:-$(( k == 1 ? 8 : 16 ))}
+    # the case's own arguments (cases.sh), then fewer prompts: the last --num-prompts is the one taken
     timeout 120 python3 -m vllm.entrypoints.cli.main bench serve --backend vllm --port 8000 --model "$MODEL" \
-      --dataset-name random --random-input-len $I --random-output-len $O --ignore-eos --num-prompts $N \
-      --max-concurrency $C --save-result --result-dir "$OUT" --result-filename case$k.json >> "$OUT/bench.log" 2>&1
+      $(dataset_args $k) --num-prompts $N --save-result --result-dir "$OUT" --result-filename case$k.json \
+      >> "$OUT/bench.log" 2>&1
     note "case$k rc=$?"
   done
 fi
