@@ -108,9 +108,9 @@ def _wrap_run_in_executor(orig):
         if isinstance(executor, concurrent.futures.ProcessPoolExecutor):
             return orig(self, executor, func, *args)
         box: list = []
-        # the GIL model covers one pool thread against its loop: a pool of several threads (the loop's
-        # default executor, resolving host names) contends within itself too, which it does not represent
-        gil = _gil_model and getattr(executor, "_max_workers", 0) == 1
+        # a pool of several threads (the loop's default executor) shares the GIL among them too: gil.c
+        # serializes their holds
+        gil = _gil_model
         inner = orig(self, executor, _timed, box, _lib().tw_now(), gil, func, *args)
         outer = _TimedFuture(loop=self)
 

@@ -176,8 +176,33 @@ TW_EXPORT uint64_t tw_gil_take(uint64_t switch_ns) {
     return got;
 }
 
+/* The recent holds of the GIL by this process's own-clock threads [a, b): the pool's threads share one GIL (the
+ * loop's default executor runs aiohttp's per-request netrc and proxy lookups on up to 20 threads). A ring:
+ * holds end one after another within a few of a burst's requests. */
+#define HOLDS 64
+static struct { uint64_t a, b; } holds[HOLDS];
+static unsigned holds_n;   /* under ring_lock */
+
+/* The first start at or after `taken` where a hold of `held` ns overlaps none of the others (they are placed
+ * as each ends, in real time: a piece that ends later in real time may still go before them); noted. */
+static uint64_t pool_serialize(uint64_t taken, uint64_t held) {
+    lock();
+    uint64_t start = taken;
+    unsigned n = holds_n < HOLDS ? holds_n : HOLDS;
+    for (int moved = 1, pass = 0; moved && pass <= HOLDS; pass++) {
+        moved = 0;
+        for (unsigned i = 0; i < n; i++)
+            if (holds[i].a < start + held && holds[i].b > start) { start = holds[i].b; moved = 1; }
+    }
+    holds[holds_n % HOLDS].a = start;
+    holds[holds_n % HOLDS].b = start + held;
+    holds_n++;
+    unlock();
+    return start;
+}
+
 TW_EXPORT void tw_gil_give(uint64_t taken) {
-    uint64_t end = tw_now(), p = tw_clock_process_time(), idle = 0;
+    uint64_t end = tw_now(), idle = 0;
     /* it held the GIL while it computed, not while it waited (a socket, a GPU): at most its CPU time, on the
      * scale of the clock (the pace now), less the native code marked as such (a tokenizer's Rust: the
      * binding lets the GIL go around it, tokenizers' encode_batch does) */
@@ -186,6 +211,13 @@ TW_EXPORT void tw_gil_give(uint64_t taken) {
     cpu = native < cpu ? cpu - native : 0;
     uint64_t cpu_virtual = (uint64_t)(cpu * tw_clock_cpu_factor());
     if (cpu_virtual < held) held = cpu_virtual;
+    /* another pool thread held the GIL then: this hold comes after it, and the work ends that much later */
+    uint64_t start = pool_serialize(taken, held);
+    if (start > taken) {
+        (void)tw_clock_raise(end + (start - taken));
+        taken = start;
+    }
+    uint64_t p = tw_clock_process_time();
     uint64_t hi = taken + held < p ? taken + held : p;
     if (hi <= taken) return;
     /* the timeline's own busy time inside the hold was displaced: it moves on by that much. Where the hold
