@@ -18,7 +18,7 @@ pool's wake-up of the loop is an eventfd under uvloop, whose wait resumes at its
 (shim_c/libc/message.c); asyncio's own loop wakes by a socket, at its latest write.
 TIMEWARP_EXECUTOR_CLOCK=0 leaves pool threads on the process's clock.
 
-Python's GIL (one-thread pools; TIMEWARP_GIL_MODEL=0 turns it off): the pool's work runs Python, and while
+Python's GIL (TIMEWARP_GIL_MODEL=0 turns it off): the pool's work runs Python, and while
 the loop is busy the real pool thread waits for the GIL up to the switch interval (5 ms) (lease
 vllm_2026-12-01t, case 14: 0.7 ms tokenizations took 6 ms once the loop streamed to 64 clients). A piece of
 work takes the GIL on the process's timeline (tw_gil_take, shim_c/core/gil.c) where the real thread would ask
@@ -28,7 +28,11 @@ idle and at each of the loop's polls (a turn of the loop: uvloop runs libuv with
 eleven vLLM cases put 7 within 5% on TTFT, TPOT and throughput with it and 1 without (docs/VLLM.md,
 seventeenth session); with only the idle spells, a loop streaming to 256 clients looked busy for whole
 switch intervals and 80% of case 8's tokenizations waited one, against 3-10% on the real host (eighteenth
-session).
+session). The threads of a pool of several (a loop's default executor) share the one GIL too: gil.c places
+their holds one after another. `vllm bench serve`'s aiohttp session (trust_env) runs a netrc and a proxy
+lookup per request there, about 0.1 ms of Python: on the real host a burst of 128 requests waits for them
+one by one, and emulated side by side the burst reached vLLM's API server 10-20 ms early (thirty-seventh
+session, docs/VLLM.md).
 Not covered: a pool thread keeps its own clock once it has run such work, so work later given to the same
 pool with submit() and waited for with result() by another thread does not raise that thread (it resumes
 at its process's clock); the work's own side effects (a queue it fills) carry no time either.
