@@ -24,6 +24,15 @@ def test_exit_code_is_passed_through():
     assert p.returncode == 7
 
 
+def test_a_trace_path_that_cannot_be_written_is_said_before_the_run(tmp_path):
+    # before, the shim found out at its first snapshot and logged it; the run's trace was silently missing
+    p = subprocess.run(timewarp_cmd("run", "--trace", str(tmp_path / "no-such-dir" / "t.json"), "--", "sh", "-c",
+                                    f"touch {tmp_path / 'ran'}"), capture_output=True, text=True)
+    assert p.returncode == 1
+    assert "--trace" in p.stderr and "cannot write it: No such file or directory" in p.stderr
+    assert not (tmp_path / "ran").exists()
+
+
 def test_gpus_lists_the_catalog():
     p = subprocess.run(timewarp_cmd("gpus"), capture_output=True, text=True)
     assert p.returncode == 0
