@@ -23,13 +23,14 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 import urllib.request
 from pathlib import Path
+
+from http_intake_bench import own_server   # this folder: the script's own on sys.path
 
 ROOT = Path(__file__).resolve().parents[2]
 STEP_S = 0.005   # between a stream's chunks, as a decode step
@@ -64,10 +65,6 @@ def serve(port: int) -> None:
         out = list(calls)
         calls.clear()
         return {"calls": out}
-
-    @app.get("/health")
-    async def health():
-        return {}
 
     uvicorn.run(app, host="127.0.0.1", port=port, loop="uvloop", http="httptools", log_level="warning")
 
@@ -109,26 +106,9 @@ def main() -> None:
     if a.serve:
         serve(a.serve)
         return
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
-    try:
-        for _ in range(600):
-            try:
-                get(port, "/health")
-                break
-            except OSError:
-                if srv.poll() is not None:
-                    sys.exit(f"bench_client_intake: the server exited ({srv.returncode})")
-                time.sleep(0.1)
-        with tempfile.TemporaryDirectory() as d:
-            res = {w: wave(port, a.model, *map(int, w.split("x")), d) for w in a.waves.split(",")}
+    with own_server(__file__) as port, tempfile.TemporaryDirectory() as d:
+        res = {w: wave(port, a.model, *map(int, w.split("x")), d) for w in a.waves.split(",")}
         print(json.dumps({"step_s": STEP_S, "waves": res}))
-    finally:
-        srv.terminate()
-        srv.wait(timeout=10)
-
 
 if __name__ == "__main__":
     main()

@@ -19,6 +19,7 @@ first start (`last_round`: each request's start, the server's intake of its byte
 """
 import argparse
 import asyncio
+import contextlib
 import json
 import random
 import socket
@@ -115,6 +116,29 @@ async def waves(port: int, plan: list[tuple[int, int]], prompt: str) -> dict:
     return out
 
 
+@contextlib.contextmanager
+def own_server(script: str):
+    """`script --serve PORT` (its stand-in server) on a free loopback port, until it accepts connections; yields
+    the port, and stops the server at the end (also bench_client_intake.py's)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    srv = subprocess.Popen([sys.executable, script, "--serve", str(port)])
+    try:
+        for _ in range(600):
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if srv.poll() is not None:
+                    sys.exit(f"{script}: the server exited ({srv.returncode})")
+                time.sleep(0.1)
+        yield port
+    finally:
+        srv.terminate()
+        srv.wait(timeout=10)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--waves", default="128x4,16x8,1x32", help="CxROUNDS,...: waves of C concurrent requests")
@@ -125,29 +149,13 @@ def main() -> None:
         serve(a.serve)
         return
     plan = [(int(c), int(r)) for c, r in (w.split("x") for w in a.waves.split(","))]
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    srv = subprocess.Popen([sys.executable, __file__, "--serve", str(port)])
-    try:
-        for _ in range(600):
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if srv.poll() is not None:
-                    sys.exit(f"http_intake_bench: the server exited ({srv.returncode})")
-                time.sleep(0.1)
+    with own_server(__file__) as port:
         rng = random.Random(0)
         words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(2, 9)))
                  for _ in range(2000)]
         prompt = " ".join(rng.choice(words) for _ in range(a.prompt_chars // 6))[:a.prompt_chars]
         res = asyncio.run(waves(port, plan, prompt))
         print(json.dumps({"prompt_chars": len(prompt), "waves": res}))
-    finally:
-        srv.terminate()
-        srv.wait(timeout=10)
-
 
 if __name__ == "__main__":
     main()
