@@ -282,7 +282,6 @@ static void lay_out(tw_graph_exec *x) {
     double energy = 0;
     for (size_t i = 0; spec && i < x->n; i++) {
         const tw_op *op = &x->ops[i];
-        if (op->kind != TW_OP_KERNEL && op->kind != TW_OP_MEMCPY && op->kind != TW_OP_MEMSET) continue;
         double share;
         energy += tw_power_draw(spec, op, op->duration, &share) * (double)op->duration;
         if (share > 0) {

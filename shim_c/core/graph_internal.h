@@ -24,7 +24,8 @@ uint64_t tw_graph_exec_duration(const tw_graph_exec *x);
 uint64_t tw_graph_exec_kernels(const tw_graph_exec *x);
 /* the replay's node time by predictor layer slot (summed when the graph is laid out), added to acc[TW_NLAYERS] */
 void tw_graph_exec_layer_busy(const tw_graph_exec *x, uint64_t *acc);
-/* the replay's time in compute-bound nodes, and in those the power cap stretches (power.c) */
+/* the replay's time in compute-bound nodes, the part of it the power cap stretches, and the power its nodes
+ * draw at full clock over an idle card's, averaged over the replay (power.c) */
 void tw_graph_exec_hot(const tw_graph_exec *x, uint64_t *hot, uint64_t *stretchable, double *power);
 /* the driver's device memory for executable graphs (graph_memory.c) */
 tw_err tw_graph_memory_instantiate(int dev, size_t nodes);

@@ -66,8 +66,9 @@ int tw_power_stretchable(const tw_op *op) {
     return !(op->layer == TW_LAYER_STEP || op->layer < 0 || (op->layer & TW_LAYER_SUSTAINED));
 }
 
-/* The power an operation draws at full clock over an idle card's (W; dur its duration there), and into
- * *share how much of its time the cap stretches: 0 unless it is compute-bound (its compute time above its
+/* The power an operation draws at full clock over an idle card's (W; dur its duration there; 0 for what is
+ * neither a kernel nor a copy or memset), and into *share how much of its time the cap stretches: 0 unless
+ * it is compute-bound (its compute time above its
  * memory time, both at the device's rates: tw_annotated_times), all of it once its compute time is twice its
  * memory time or more, and in proportion between: near the roofline's ridge the clock matters less (a
  * 4096x4096 GEMM of 256 tokens, compute 1.24x its memory time, took the same time capped and not in vLLM's
@@ -76,7 +77,8 @@ double tw_power_draw(const tw_gpu_spec *s, const tw_op *op, uint64_t dur, double
     double tc, tm, u = 0;
     *share = 0;
     if (op->kind == TW_OP_MEMCPY || op->kind == TW_OP_MEMSET) return P_COPY;
-    if (op->kind == TW_OP_KERNEL && tw_annotated_times(s, op, &tc, &tm)) {
+    if (op->kind != TW_OP_KERNEL) return 0;
+    if (tw_annotated_times(s, op, &tc, &tm)) {
         if (dur) u = tc * 1e9 / (double)dur;
         if (u > 1) u = 1;
         if (tc > tm) *share = tm <= 0 || tc >= 2 * tm ? 1 : tc / tm - 1;
