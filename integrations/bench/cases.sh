@@ -12,7 +12,10 @@
 # six 2,048-token prompts at a time, 96 mid-length ones, 24 long prompts with long outputs; 22-24: the first
 # open-loop cases (35th session, chosen before either side ran them): requests sent at RATE per second
 # (Poisson arrivals, `--request-rate`) with lengths drawn within +-RATIO of I and O (`--random-range-ratio`):
-# a light load of mid-length prompts, a load near the engine's capacity, a few long prompts of spread length.
+# a light load of mid-length prompts, a load near the engine's capacity, a few long prompts of spread length;
+# 25-28: held out from everything up to the thirty-seventh session (38th session, chosen before either side ran
+# them): 4,096-token prompts (longer than any other case), 1,024-token decodes at a middle concurrency, an
+# open-loop load of spread mid lengths at a high request rate, 200 concurrent short requests.
 # SPEC: case -> "C I O N [RATE RATIO]" (RATE and RATIO absent: all at once, fixed lengths).
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
@@ -20,7 +23,8 @@ declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4
                  [11]="96 512 128 192" [12]="2 1024 256 12" [13]="48 256 64 144" [14]="128 256 256 256" \
                  [15]="12 640 160 48" [16]="64 1280 96 128" [17]="3 1792 384 9" \
                  [18]="40 256 192 120" [19]="6 2048 128 24" [20]="96 1024 160 192" [21]="24 1536 224 72" \
-                 [22]="64 512 128 200 8 0.5" [23]="256 1024 256 300 24 0.3" [24]="8 2048 64 48 3 0.8")
+                 [22]="64 512 128 200 8 0.5" [23]="256 1024 256 300 24 0.3" [24]="8 2048 64 48 3 0.8" \
+                 [25]="32 4096 128 64" [26]="16 512 1024 32" [27]="128 768 192 200 12 0.5" [28]="200 128 64 400")
 
 # dataset_args K: `vllm bench serve`'s workload arguments for case K (the random dataset, --ignore-eos, its
 # prompts and concurrency, and for an open-loop case its request rate and length spread), the same on both sides;

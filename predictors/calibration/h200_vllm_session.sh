@@ -5,6 +5,7 @@
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
 #   STAGE=eagerprof  predictors/calibration/vllm_eager_profile.py (one prefill step, function by function)
+#   STAGE=client  predictors/calibration/bench_client_intake.py twice -> $OUT/client_intake.jsonl (CPU only)
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
 #                 integrations/bench/real_vllm_baseline.sh (CASES from the
 #                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines,
@@ -23,6 +24,9 @@ case "${STAGE:?}" in
   eagerprof) python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
           python3 predictors/calibration/vllm_eager_profile.py --model integrations/models/llama3-8b-shape \
             --out "$OUT/eager_profile.json" > "$OUT/eager_profile.log" 2>&1; tail -5 "$OUT/eager_profile.log" ;;
+  client) for i in 1 2; do
+            python3 predictors/calibration/bench_client_intake.py >> "$OUT/client_intake.jsonl" 2>> "$OUT/client_intake.log"
+          done; tail -c 3000 "$OUT/client_intake.jsonl" ;;
   record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
             predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
   serve)  python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
