@@ -164,6 +164,7 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "PYTHONPATH": _prepend_path_list(str(lib.parent / "_site"), base.get("PYTHONPATH")),
     }
     env.update(compile_cache_env(base, lib, env["TIMEWARP_PROFILE"]))
+    env["TIMEWARP_HOST_CPUS"] = str(host_cpus(base, num_gpus))
     if report is not None:
         env["TIMEWARP_REPORT"] = os.path.abspath(report)
     if trace is not None:
@@ -516,6 +517,26 @@ def _positive(base: Mapping[str, str], name: str, what: str, zero_ok: bool = Fal
     if not (x >= 0 if zero_ok else x > 0) or x == float("inf"):
         raise LauncherError(f"{name}={value!r}: expected a {'zero or positive' if zero_ok else 'positive'} number ({what})")
     return x
+
+
+# The target machine's CPU count per GPU: the lent H200 machines have 16 cores with one GPU and 32 with two
+HOST_CPUS_PER_GPU = 16
+
+
+def host_cpus(base: Mapping[str, str], num_gpus: int) -> int:
+    """How many CPUs an emulated program's os.cpu_count() reports (timewarp/_site/sitecustomize.py):
+    TIMEWARP_HOST_CPUS, else HOST_CPUS_PER_GPU per GPU. Why: programs size their thread pools by it
+    (asyncio's default executor: min(32, CPUs + 4) threads), and that changes how their work interleaves.
+    `vllm bench serve` runs two lookups per request in that pool; with this machine's 2 CPUs (6 threads) its
+    bursts reached the server 20-60% sooner than on the 16-core H200 host, with 20 threads as there
+    (predictors/data/h200/vllm_2026-12-05a, client_intake.jsonl)."""
+    value = base.get("TIMEWARP_HOST_CPUS")
+    if not value:
+        return HOST_CPUS_PER_GPU * max(1, num_gpus)
+    if not value.isdigit() or int(value) < 1:
+        raise LauncherError(f"TIMEWARP_HOST_CPUS={value!r}: expected a positive whole number (the CPUs an "
+                            "emulated program's os.cpu_count() reports)")
+    return int(value)
 
 
 class Pricing(NamedTuple):

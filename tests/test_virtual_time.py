@@ -1,5 +1,6 @@
 """Acceptance 4: time is virtual. About one second of predicted GPU work finishes in a fraction of that
 wall time while time.perf_counter() and time.time() report about one second."""
+import json
 import os
 import statistics
 
@@ -372,3 +373,34 @@ def test_cublas_first_use_of_a_kernel_waits_for_the_gpu():
     assert r["ops"] == [1, 2, 2, 2, 1], r
     eager = run_emulated(_CUBLAS_FIRST_USE, env={"CUDA_MODULE_LOADING": "EAGER"}).result
     assert eager["new"] < 1 and eager["small_new"] < 1 and eager["other_odd"] < 1, eager
+
+
+_POOL_SIZES = """
+import asyncio, json, os, multiprocessing
+async def main():
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, int)   # the loop's default executor, as aiohttp's lookups use it
+    return loop._default_executor._max_workers
+print(json.dumps({"cpu_count": os.cpu_count(), "mp": multiprocessing.cpu_count(),
+                  "affinity": len(os.sched_getaffinity(0)), "executor": asyncio.run(main())}))
+"""
+
+
+@pytest.mark.parametrize("gpus,env,cpus", [(1, {}, 16), (2, {}, 32), (1, {"TIMEWARP_HOST_CPUS": "3"}, 3)])
+def test_programs_see_the_target_hosts_cpu_count(gpus, env, cpus):
+    """os.cpu_count() is the target machine's (16 CPUs per GPU, as the lent H200 machines, or
+    TIMEWARP_HOST_CPUS), so that thread pools have the target's size: asyncio's default executor
+    min(32, CPUs + 4). Where a thread may run (sched_getaffinity) stays this machine's."""
+    run = run_emulated(_POOL_SIZES, gpus=gpus, env=env)
+    assert run.rc == 0, run.stderr
+    r = json.loads(run.stdout.strip().splitlines()[-1])
+    assert r["cpu_count"] == r["mp"] == cpus
+    assert r["executor"] == min(32, cpus + 4)
+    assert r["affinity"] == len(os.sched_getaffinity(0))
+
+
+@pytest.mark.parametrize("value", ["0", "sixteen", "-2", "1.5"])
+def test_a_malformed_host_cpu_count_is_named(value):
+    run = run_emulated("print('{}')", env={"TIMEWARP_HOST_CPUS": value})
+    assert run.rc != 0
+    assert f"TIMEWARP_HOST_CPUS={value!r}" in run.stderr and "positive whole number" in run.stderr, run.stderr

@@ -1,8 +1,8 @@
 """Run at start-up by every Python process that timewarp launches (the launcher puts this folder first on
 PYTHONPATH). It installs timewarp's shadow of small PyTorch results (integrations/torch_shadow.py) the
 moment the program imports torch, and on Python < 3.12 aiohttp's eager request writes
-(integrations/aiohttp_eager.py) the moment it imports aiohttp's client, and then runs the sitecustomize this
-one hides, if there is one. Nothing here imports torch or aiohttp itself: processes that never use them pay
+(integrations/aiohttp_eager.py) the moment it imports aiohttp's client, makes os.cpu_count() report the target
+host's CPUs, and then runs the sitecustomize this one hides, if there is one. Nothing here imports torch or aiohttp itself: processes that never use them pay
 nothing."""
 import importlib.abc
 import importlib.util
@@ -35,6 +35,18 @@ if os.environ.get("TIMEWARP_SHADOW", "1") != "0":
     _HOOKS["torch"] = _installer("torch_shadow.py", "shadow of small PyTorch results")
 if sys.version_info < (3, 12) and os.environ.get("TIMEWARP_AIOHTTP_EAGER", "1") != "0":
     _HOOKS["aiohttp.client_reqrep"] = _installer("aiohttp_eager.py", "aiohttp's eager request writes")
+
+
+# the target host's CPU count (integrations/launcher.py, host_cpus): what programs size their thread pools by;
+# os.sched_getaffinity stays this machine's (it names the CPUs a thread may run on)
+try:
+    _cpus = int(os.environ.get("TIMEWARP_HOST_CPUS", ""))
+except ValueError:
+    _cpus = 0
+if _cpus > 0:
+    os.cpu_count = lambda: _cpus
+    if hasattr(os, "process_cpu_count"):   # Python 3.13: what the pools use there
+        os.process_cpu_count = lambda: _cpus
 
 
 class _ImportHook(importlib.abc.MetaPathFinder):
