@@ -5,7 +5,8 @@
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
 #   STAGE=eagerprof  predictors/calibration/vllm_eager_profile.py (one prefill step, function by function)
-#   STAGE=client  predictors/calibration/bench_client_intake.py twice -> $OUT/client_intake.jsonl (CPU only)
+#   STAGE=client  predictors/calibration/bench_client_intake.py twice -> $OUT/client_intake.jsonl (CPU only;
+#                 about 2 minutes a run on the H200 host: three `vllm bench serve` commands, 35 s of CPU each)
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
 #                 integrations/bench/real_vllm_baseline.sh (CASES from the
 #                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines,
