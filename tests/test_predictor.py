@@ -535,6 +535,27 @@ def test_tokenize_waits_pairs_each_hand_over_with_the_pools_run_in_order():
     assert tokenize_waits([x for x in ev if x[2] != "api.tokenize_async"], 0, 100 * ms) == {}
 
 
+def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
+    """predictors/vllm_forward_host.py: each model.forward (logged only for steps outside CUDA graphs) takes
+    the token count of the sched.schedule before it; its thread CPU (ms) goes to that count's band. Forwards
+    before the first case's start (the engine's warm-up) do not count."""
+    from timewarp.predictors.vllm_forward_host import forwards
+
+    ms = 1_000_000
+    rows = [("sched.schedule", 5, 6, "tokens=2048 reqs=1"), ("model.forward", 7, 9, ""),      # warm-up
+            ("sched.schedule", 100, 101, "tokens=600 reqs=2"), ("model.forward", 102, 120, ""),
+            ("sched.schedule", 130, 131, "tokens=1024 reqs=1"), ("model.forward", 132, 150, ""),
+            ("sched.schedule", 160, 161, "tokens=700 reqs=3"), ("model.forward", 162, 190, ""),
+            ("sched.schedule", 200, 201, "tokens=64 reqs=64")]                                 # a graph step
+    (tmp_path / "timeline").mkdir()
+    (tmp_path / "timeline" / "timeline-1.tsv").write_text("".join(
+        f"{n}\t{a * ms}\t{b * ms}\t1\t{d}\t{(b - a) * ms // 2}\n" for n, a, b, d in rows))
+    (tmp_path / "marks.txt").write_text(f"case1 start {50 * ms}\ncase1 end {300 * ms}\n")
+    bands = forwards(tmp_path)
+    assert bands[(513, 900)] == [9.0, 14.0] and bands[(900, 1300)] == [9.0]
+    assert sum(map(len, bands.values())) == 3
+
+
 def test_validate_judges_graph_rows_by_their_per_node_slope(tmp_path):
     """A graph row's t_median_us divides a fixed per-replay cost (about 12 us on the H200) among its `inner`
     nodes; with --graph-slope both runs also report node_us, and `timewarp validate` compares those as
