@@ -4,7 +4,11 @@ vLLM 0.24 captures CUDA graphs up to 512 tokens; a larger step runs the torch.co
 Inductor kernels launched one by one from Python, so its forward costs the host tens of milliseconds. Its
 timeline (integrations/vllm_plugin/timeline.py) records `model.forward` only for those steps, with the
 thread's CPU time; the step's token count comes from the `sched.schedule` event before it. Real runs and
-emulated runs print side by side, with the real host's `host_speed.json` where the run has one.
+emulated runs print side by side, with the real host's `host_speed.json` where the run has one. Each band
+gives the forwards' median thread CPU and median wall time: under emulation the runtime's per-call costs
+(launch, cuBLAS, attention: profile.tsv's host rows) move the clock but are not thread CPU, so there the wall
+time is the figure to hold against a real host's CPU; on the real host a launch that waits for a queue slot
+spins, so there CPU counts that wait (compare steps whose GPU work is shorter than their launches).
 
     python -m timewarp.predictors.vllm_forward_host predictors/data/h200/vllm_2026-12-05b /tmp/emulated_run ...
 """
@@ -22,15 +26,15 @@ from .compare_vllm_timeline import load
 BANDS = ((513, 900), (900, 1300), (1300, 2200), (2200, 4200), (4200, 8193))
 
 
-def forwards(d: Path) -> dict[tuple[int, int], list[float]]:
-    """Host CPU (ms) of each non-graph forward in d's cases, by band of the step's scheduled tokens."""
+def forwards(d: Path) -> dict[tuple[int, int], list[tuple[float, float]]]:
+    """(host CPU, wall) in ms of each non-graph forward in d's cases, by band of the step's scheduled tokens."""
     ev, marks = load(d, ("sched.schedule", "model.forward"))
     t0 = min((m["start"] for m in marks.values() if "start" in m), default=0)  # after the engine's warm-up
     steps = [(s, int(m.group(1))) for s, _e, n, _t, det, _c in ev
              if n == "sched.schedule" and s >= t0 and (m := re.search(r"tokens=(\d+)", det))]
     starts = [s for s, _ in steps]
-    out: dict[tuple[int, int], list[float]] = {b: [] for b in BANDS}
-    for s, _e, n, _t, _det, cpu in ev:
+    out: dict[tuple[int, int], list[tuple[float, float]]] = {b: [] for b in BANDS}
+    for s, e, n, _t, _det, cpu in ev:
         if n != "model.forward" or s < t0 or cpu < 0:
             continue
         i = bisect.bisect_right(starts, s) - 1
@@ -38,7 +42,7 @@ def forwards(d: Path) -> dict[tuple[int, int], list[float]]:
             continue
         for lo, hi in BANDS:
             if lo <= steps[i][1] < hi:
-                out[(lo, hi)].append(cpu / 1e6)
+                out[(lo, hi)].append((cpu / 1e6, (e - s) / 1e6))
     return out
 
 
@@ -46,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("runs", nargs="+", type=Path, help="run folders with timeline/ and marks.txt")
     a = ap.parse_args(argv)
-    print("| run | host Python s | " + " | ".join(f"{lo}-{hi - 1} tokens: n, median ms" for lo, hi in BANDS) + " |")
+    print("| run | host Python s | " + " | ".join(f"{lo}-{hi - 1} tokens: n, CPU / wall ms" for lo, hi in BANDS) + " |")
     print("|---|---|" + "---|" * len(BANDS))
     for d in a.runs:
         if not (d / "timeline").is_dir() or not (d / "marks.txt").is_file():
@@ -54,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
             continue
         hs = d / "host_speed.json"
         py = f"{json.loads(hs.read_text())['cpu_s']['python']:.3f}" if hs.is_file() else "-"
-        cells = [f"{len(v)}, {statistics.median(v):.1f}" if v else "-" for v in forwards(d).values()]
+        cells = [f"{len(v)}, {statistics.median(c for c, _ in v):.1f} / {statistics.median(w for _, w in v):.1f}"
+                 if v else "-" for v in forwards(d).values()]
         print(f"| {d.name} | {py} | " + " | ".join(cells) + " |")
     return 0
 

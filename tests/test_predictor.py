@@ -537,7 +537,7 @@ def test_tokenize_waits_pairs_each_hand_over_with_the_pools_run_in_order():
 
 def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
     """predictors/vllm_forward_host.py: each model.forward (logged only for steps outside CUDA graphs) takes
-    the token count of the sched.schedule before it; its thread CPU (ms) goes to that count's band. Forwards
+    the token count of the sched.schedule before it; its thread CPU and wall time (ms) go to that count's band. Forwards
     before the first case's start (the engine's warm-up) do not count."""
     from timewarp.predictors.vllm_forward_host import forwards
 
@@ -552,7 +552,7 @@ def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
         f"{n}\t{a * ms}\t{b * ms}\t1\t{d}\t{(b - a) * ms // 2}\n" for n, a, b, d in rows))
     (tmp_path / "marks.txt").write_text(f"case1 start {50 * ms}\ncase1 end {300 * ms}\n")
     bands = forwards(tmp_path)
-    assert bands[(513, 900)] == [9.0, 14.0] and bands[(900, 1300)] == [9.0]
+    assert bands[(513, 900)] == [(9.0, 18.0), (14.0, 28.0)] and bands[(900, 1300)] == [(9.0, 18.0)]
     assert sum(map(len, bands.values())) == 3
 
 

@@ -2,8 +2,8 @@
 PYTHONPATH). It installs timewarp's shadow of small PyTorch results (integrations/torch_shadow.py) the
 moment the program imports torch, and on Python < 3.12 aiohttp's eager request writes
 (integrations/aiohttp_eager.py) the moment it imports aiohttp's client, makes os.cpu_count() report the target
-host's CPUs, and then runs the sitecustomize this one hides, if there is one. Nothing here imports torch or aiohttp itself: processes that never use them pay
-nothing."""
+host's CPUs, and then runs the sitecustomize this one hides, if there is one. Nothing here imports torch or
+aiohttp itself: processes that never use them pay nothing."""
 import importlib.abc
 import importlib.util
 import os
