@@ -9,7 +9,8 @@ environment (trust_env), so aiohttp runs a netrc and a proxy lookup per request 
 executor; the thirty-seventh session modelled that pool's threads sharing the GIL (shim_c/core/gil.c), which
 brought the emulated way in to 50 ms. This measures the client alone on a host, without a GPU or an engine:
 the stand-in answers every completion with a stream of `max_tokens` chunks 5 ms apart, as a decoding engine
-would. Run it on the real host (CPU only, seconds) and under `timewarp run`, compare.
+would. Run it on the real host (CPU only; about 2 minutes on the H200 host, each wave a `vllm bench serve` of
+its own) and under `timewarp run`, compare. Real: predictors/data/h200/vllm_2026-12-05a/client_intake.jsonl.
 
     python predictors/calibration/bench_client_intake.py [--waves 128x2048,64x512,16x1024] [--model FOLDER]
 
