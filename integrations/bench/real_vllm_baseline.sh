@@ -22,7 +22,9 @@
 #      their results -> prof_caseK.json (not part of the reference: the profiler slows the host).
 #      SPY (default none): the path of a py-spy binary; each case's EngineCore threads are sampled at 250 Hz
 #      without pausing it (--nonblocking; idle samples included) -> spy_caseK.txt (collapsed stacks), and
-#      the API server's -> spy_api_caseK.txt.
+#      the API server's -> spy_api_caseK.txt. SPY_CASES (default all) names the runs sampled (caseK or
+#      caseKr); SPY_NATIVE=1 samples the EngineCore's native frames too (--native: py-spy then pauses the
+#      process at each sample, which slows it) and leaves the API server alone.
 set -u
 t0=$(date +%s)
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -82,14 +84,17 @@ if [ $ready = 1 ]; then
     note "$name: $(dataset_args $k) (limit ${left}s)"
     echo "$name start $(mono_ns python3)" >> "$OUT/marks.txt"
     spy=
-    if [ -n "${SPY:-}" ]; then
-      "$SPY" record --pid "$(pgrep -f VLLM::EngineCore | head -1)" --nonblocking --idle --threads --rate 250 \
+    if [ -n "${SPY:-}" ] && { [ -z "${SPY_CASES:-}" ] || [[ " $SPY_CASES " == *" $name "* ]]; }; then
+      how=--nonblocking; [ "${SPY_NATIVE:-0}" = 1 ] && how=--native
+      "$SPY" record --pid "$(pgrep -f VLLM::EngineCore | head -1)" $how --idle --threads --rate 250 \
         --format raw -o "$OUT/spy_$name.txt" --duration 600 > "$OUT/spy_$name.log" 2>&1 &
       spy=$!
       # and the API server's threads (its event loop, the tokenizer pool): the HTTP path of "client less server"
-      "$SPY" record --pid $srv --nonblocking --idle --threads --rate 250 \
-        --format raw -o "$OUT/spy_api_$name.txt" --duration 600 > "$OUT/spy_api_$name.log" 2>&1 &
-      spy="$spy $!"
+      if [ $how = --nonblocking ]; then
+        "$SPY" record --pid $srv --nonblocking --idle --threads --rate 250 \
+          --format raw -o "$OUT/spy_api_$name.txt" --duration 600 > "$OUT/spy_api_$name.log" 2>&1 &
+        spy="$spy $!"
+      fi
     fi
     proc_cpu python3 "$name start" $srv >> "$OUT/proc_cpu.txt"
     TIMEFORMAT="$name client user=%U sys=%S wall=%R"

@@ -150,6 +150,59 @@ def _execute_start(t0: int) -> None:
     _ops_at_start[:] = [_ops_queued()]
 
 
+# The parts of a forward outside CUDA graphs (TIMEWARP_VLLM_TIMELINE_PARTS=1): model.forward's detail gets, for
+# each kind of call inside it, the count and the summed wall and thread-CPU microseconds: Inductor's compiled
+# pieces (vLLM's PiecewiseBackend), within them the Triton launches (CachingAutotuner.run) and the extern
+# kernels (extern_kernels.mm and the like: cuBLAS), and the attention layers (FlashAttentionImpl.forward).
+# Summed, not written one by one: a forward makes hundreds of such calls. Costs about 1 us per call counted.
+_PARTS = ("piece", "triton", "extern", "attn")
+_tally = {k: [0, 0, 0] for k in _PARTS}
+_in_forward = [False]
+
+
+def _tallied(orig, key: str):
+    def wrapper(*args, **kwargs):
+        if not _in_forward[0]:
+            return orig(*args, **kwargs)
+        c0, t0 = time.thread_time_ns(), time.perf_counter_ns()
+        try:
+            return orig(*args, **kwargs)
+        finally:
+            t1, c1 = time.perf_counter_ns(), time.thread_time_ns()
+            n = _tally[key]
+            n[0] += 1
+            n[1] += t1 - t0
+            n[2] += c1 - c0
+    return wrapper
+
+
+def _forward_start(t0: int) -> None:
+    for n in _tally.values():
+        n[:] = [0, 0, 0]
+    _in_forward[0] = True
+    try:  # the generated code looks extern_kernels' functions up at each call: wrap them in place, once
+        from torch._inductor.select_algorithm import extern_kernels
+    except ImportError:
+        return
+    for name, fn in list(vars(extern_kernels).items()):
+        if callable(fn) and not getattr(fn, "_timewarp_parts", False):
+            w = _tallied(fn, "extern")
+            w._timewarp_parts = True
+            setattr(extern_kernels, name, w)
+
+
+def _forward_detail(model, out, *args) -> str:
+    _in_forward[0] = False
+    return " ".join(f"{k}={n[0]}/{n[1] // 1000}/{n[2] // 1000}" for k, n in _tally.items())
+
+
+def _wrap_parts() -> None:
+    for mod, cls, meth, key in (("vllm.compilation.piecewise_backend", "PiecewiseBackend", "__call__", "piece"),
+                                ("torch._inductor.runtime.triton_heuristics", "CachingAutotuner", "run", "triton"),
+                                ("vllm.v1.attention.backends.flash_attn", "FlashAttentionImpl", "forward", "attn")):
+        wrap_method(mod, cls, meth, lambda orig, key=key: _tallied(orig, key), "_timewarp_parts")
+
+
 def _execute_detail(runner, out, *args) -> str:
     n0, n1 = (_ops_at_start or [None])[0], _ops_queued()
     return f"ops={n1 - n0}" if n0 is not None and n1 is not None else ""
@@ -201,7 +254,11 @@ def register() -> None:
     _wrap(runner, "GPUModelRunner", "prepare_inputs", "runner.inputs")
     _wrap(runner, "GPUModelRunner", "prepare_attn", "runner.attn")
     _wrap("vllm.v1.worker.gpu.model_states.default", "DefaultModelState", "prepare_attn", "runner.attn_meta")
-    _wrap("vllm.model_executor.models.llama", "LlamaForCausalLM", "forward", "model.forward")
+    parts = os.environ.get("TIMEWARP_VLLM_TIMELINE_PARTS") == "1"
+    if parts:
+        _wrap_parts()
+    fwd = dict(detail=_forward_detail, before=_forward_start) if parts else {}
+    _wrap("vllm.model_executor.models.llama", "LlamaForCausalLM", "forward", "model.forward", **fwd)
     # the V1 runner (vLLM 0.24 runs Qwen2 and other non-Llama models on it): its step, sampling, the requests'
     # state and the input batch, under the same names
     v1 = "vllm.v1.worker.gpu_model_runner"
@@ -209,7 +266,7 @@ def register() -> None:
     _wrap(v1, "GPUModelRunner", "sample_tokens", "runner.sample", after=_gpu_mark_end)
     _wrap(v1, "GPUModelRunner", "_update_states", "runner.add")
     _wrap(v1, "GPUModelRunner", "_prepare_inputs", "runner.inputs")
-    _wrap("vllm.model_executor.models.qwen2", "Qwen2ForCausalLM", "forward", "model.forward")
+    _wrap("vllm.model_executor.models.qwen2", "Qwen2ForCausalLM", "forward", "model.forward", **fwd)
     # a request's arrival in the API server (its handler is a coroutine function: the call returns at once)
     _wrap("vllm.entrypoints.openai.completion.serving", "OpenAIServingCompletion", "create_completion",
           "api.request")

@@ -10,7 +10,8 @@
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
 #                 integrations/bench/real_vllm_baseline.sh (CASES from the
 #                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines,
-#                 NVML=1 predictors/calibration/nvml_sampler.py's clock and power every 10 ms);
+#                 NVML=1 predictors/calibration/nvml_sampler.py's clock and power every 10 ms; FWD_PARTS=1 the
+#                 parts of each non-graph forward in the timeline; SPY, SPY_CASES, SPY_NATIVE: py-spy);
 #                 everything in one $OUT/serve_bundle.tar.gz
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -36,6 +37,8 @@ case "${STAGE:?}" in
             printf 'Metadata-Version: 2.1\nName: tw-timeline\nVersion: 0\n' > /tmp/tl/tw_timeline-0.dist-info/METADATA
             printf '[vllm.general_plugins]\ntw_timeline = timeline:register\n' > /tmp/tl/tw_timeline-0.dist-info/entry_points.txt
             export PYTHONPATH=$PYTHONPATH:/tmp/tl:$PWD/integrations/vllm_plugin TIMEWARP_VLLM_TIMELINE=$OUT/timeline
+            # FWD_PARTS=1: each non-graph forward's parts (Inductor's pieces, Triton launches, cuBLAS, attention)
+            [ "${FWD_PARTS:-0}" = 1 ] && export TIMEWARP_VLLM_TIMELINE_PARTS=1
           fi
           # the host pace probe (coordinator/pace.py) before, during and after serving, on the same host
           # (PACE=0 skips it, to leave the time budget to the cases)
