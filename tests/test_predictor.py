@@ -537,14 +537,16 @@ def test_tokenize_waits_pairs_each_hand_over_with_the_pools_run_in_order():
 
 def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
     """predictors/vllm_forward_host.py: each model.forward (logged only for steps outside CUDA graphs) takes
-    the token count of the sched.schedule before it; its thread CPU and wall time (ms) go to that count's band. Forwards
+    the token count of the sched.schedule before it; its thread CPU and wall time (ms) go to that count's band, with its
+    parts where the timeline has them (TIMEWARP_VLLM_TIMELINE_PARTS=1: calls / wall us / CPU us per kind). Forwards
     before the first case's start (the engine's warm-up) do not count."""
     from timewarp.predictors.vllm_forward_host import forwards
 
     ms = 1_000_000
     rows = [("sched.schedule", 5, 6, "tokens=2048 reqs=1"), ("model.forward", 7, 9, ""),      # warm-up
             ("sched.schedule", 100, 101, "tokens=600 reqs=2"), ("model.forward", 102, 120, ""),
-            ("sched.schedule", 130, 131, "tokens=1024 reqs=1"), ("model.forward", 132, 150, ""),
+            ("sched.schedule", 130, 131, "tokens=1024 reqs=1"),
+            ("model.forward", 132, 150, "piece=33/9000/7000 triton=129/3100/2500 extern=128/2000/900 attn=32/400/300"),
             ("sched.schedule", 160, 161, "tokens=700 reqs=3"), ("model.forward", 162, 190, ""),
             ("sched.schedule", 200, 201, "tokens=64 reqs=64")]                                 # a graph step
     (tmp_path / "timeline").mkdir()
@@ -552,7 +554,9 @@ def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
         f"{n}\t{a * ms}\t{b * ms}\t1\t{d}\t{(b - a) * ms // 2}\n" for n, a, b, d in rows))
     (tmp_path / "marks.txt").write_text(f"case1 start {50 * ms}\ncase1 end {300 * ms}\n")
     bands = forwards(tmp_path)
-    assert bands[(513, 900)] == [(9.0, 18.0), (14.0, 28.0)] and bands[(900, 1300)] == [(9.0, 18.0)]
+    assert bands[(513, 900)] == [(9.0, 18.0, {}), (14.0, 28.0, {})]
+    assert bands[(900, 1300)] == [(9.0, 18.0, {"piece": (33, 9.0, 7.0), "triton": (129, 3.1, 2.5),
+                                               "extern": (128, 2.0, 0.9), "attn": (32, 0.4, 0.3)})]
     assert sum(map(len, bands.values())) == 3
 
 
