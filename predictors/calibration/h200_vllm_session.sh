@@ -11,7 +11,8 @@
 #                 integrations/bench/real_vllm_baseline.sh (CASES from the
 #                 environment; TIMELINE=1 adds integrations/vllm_plugin/timeline.py's per-process timelines,
 #                 NVML=1 predictors/calibration/nvml_sampler.py's clock and power every 10 ms; FWD_PARTS=1 the
-#                 parts of each non-graph forward in the timeline; SPY, SPY_CASES, SPY_NATIVE: py-spy);
+#                 parts of each non-graph forward in the timeline; SPY, SPY_CASES, SPY_NATIVE: py-spy; INDUCTOR_HOST=1
+#                 predictors/programs/inductor_host.py twice before serving);
 #                 everything in one $OUT/serve_bundle.tar.gz
 set -u
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -32,6 +33,9 @@ case "${STAGE:?}" in
   record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
             predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
   serve)  python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
+          # INDUCTOR_HOST=1: predictors/programs/inductor_host.py twice first, on the idle GPU
+          [ "${INDUCTOR_HOST:-0}" = 1 ] && for i in 1 2; do
+            python3 predictors/programs/inductor_host.py >> "$OUT/inductor_host.jsonl" 2>> "$OUT/inductor_host.log"; done
           if [ -n "${TIMELINE:-}" ]; then  # vLLM's plugin entry point loads timeline.py as a top-level module
             mkdir -p /tmp/tl/tw_timeline-0.dist-info
             printf 'Metadata-Version: 2.1\nName: tw-timeline\nVersion: 0\n' > /tmp/tl/tw_timeline-0.dist-info/METADATA
