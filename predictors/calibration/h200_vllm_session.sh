@@ -22,11 +22,20 @@ if [ ! -f /tmp/site/.unpacked ]; then
 fi
 export PYTHONPATH=/tmp/site HF_HUB_OFFLINE=1 VLLM_NO_USAGE_STATS=1 NCCL_NVLS_ENABLE=0 PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.used,clocks.max.sm --format=csv,noheader
+if [ -n "${TIMELINE:-}" ]; then  # vLLM's plugin entry point loads timeline.py as a top-level module
+  mkdir -p /tmp/tl/tw_timeline-0.dist-info
+  printf 'Metadata-Version: 2.1\nName: tw-timeline\nVersion: 0\n' > /tmp/tl/tw_timeline-0.dist-info/METADATA
+  printf '[vllm.general_plugins]\ntw_timeline = timeline:register\n' > /tmp/tl/tw_timeline-0.dist-info/entry_points.txt
+  export PYTHONPATH=$PYTHONPATH:/tmp/tl:$PWD/integrations/vllm_plugin TIMEWARP_VLLM_TIMELINE=$OUT/timeline
+  # FWD_PARTS=1: each non-graph forward's parts (Inductor's pieces, Triton launches, cuBLAS, attention)
+  [ "${FWD_PARTS:-0}" = 1 ] && export TIMEWARP_VLLM_TIMELINE_PARTS=1
+fi
 case "${STAGE:?}" in
   attn)   python3 predictors/calibration/vllm_attention_bench.py --out "$OUT" --budget-s "${BUDGET_S:-200}" ;;
   eagerprof) python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
           python3 predictors/calibration/vllm_eager_profile.py --model integrations/models/llama3-8b-shape \
-            --out "$OUT/eager_profile.json" > "$OUT/eager_profile.log" 2>&1; tail -5 "$OUT/eager_profile.log" ;;
+            --out "$OUT/eager_profile.json" ${EAGERPROF_ARGS:-} > "$OUT/eager_profile.log" 2>&1; tail -5 "$OUT/eager_profile.log"
+          [ -d "$OUT/timeline" ] && (cd "$OUT" && tar czf timeline.tar.gz timeline && rm -rf timeline) ;;
   client) for i in 1 2; do
             python3 predictors/calibration/bench_client_intake.py >> "$OUT/client_intake.jsonl" 2>> "$OUT/client_intake.log"
           done; tail -c 3000 "$OUT/client_intake.jsonl" ;;
@@ -36,14 +45,6 @@ case "${STAGE:?}" in
           # INDUCTOR_HOST=1: predictors/programs/inductor_host.py twice first, on the idle GPU
           [ "${INDUCTOR_HOST:-0}" = 1 ] && for i in 1 2; do
             python3 predictors/programs/inductor_host.py >> "$OUT/inductor_host.jsonl" 2>> "$OUT/inductor_host.log"; done
-          if [ -n "${TIMELINE:-}" ]; then  # vLLM's plugin entry point loads timeline.py as a top-level module
-            mkdir -p /tmp/tl/tw_timeline-0.dist-info
-            printf 'Metadata-Version: 2.1\nName: tw-timeline\nVersion: 0\n' > /tmp/tl/tw_timeline-0.dist-info/METADATA
-            printf '[vllm.general_plugins]\ntw_timeline = timeline:register\n' > /tmp/tl/tw_timeline-0.dist-info/entry_points.txt
-            export PYTHONPATH=$PYTHONPATH:/tmp/tl:$PWD/integrations/vllm_plugin TIMEWARP_VLLM_TIMELINE=$OUT/timeline
-            # FWD_PARTS=1: each non-graph forward's parts (Inductor's pieces, Triton launches, cuBLAS, attention)
-            [ "${FWD_PARTS:-0}" = 1 ] && export TIMEWARP_VLLM_TIMELINE_PARTS=1
-          fi
           # the host pace probe (coordinator/pace.py) before, during and after serving, on the same host
           # (PACE=0 skips it, to leave the time budget to the cases)
           [ "${PACE:-1}" = 0 ] || python3 coordinator/pace.py --measure 20 > "$OUT/pace_before.json"

@@ -28,6 +28,8 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--lengths", default="768,2048,256")
 ap.add_argument("--n", type=int, default=6, help="prompts per length and pass")
 ap.add_argument("--top", type=int, default=80)
+ap.add_argument("--no-profile", action="store_true",
+                help="time only (with TIMEWARP_VLLM_TIMELINE[_PARTS] the timeline then holds unprofiled steps only)")
 a = ap.parse_args()
 
 t0 = time.perf_counter()
@@ -57,16 +59,19 @@ for length in (int(x) for x in a.lengths.split(",")):
     for _ in range(2):
         one(length)                       # warm-up: first use of the shape
     plain = [one(length) for _ in range(a.n)]
+    result["lengths"][str(length)] = {"wall_ms": plain, "wall_ms_median": statistics.median(plain), "calls": a.n}
+    if a.no_profile:
+        print(f"{length} tokens: {statistics.median(plain):.2f} ms per one-token generate", flush=True)
+        continue
     prof = cProfile.Profile()
     prof.enable()
     profiled = [one(length) for _ in range(a.n)]
     prof.disable()
     st = pstats.Stats(prof)
-    result["lengths"][str(length)] = {
-        "wall_ms": plain, "wall_ms_median": statistics.median(plain),
-        "wall_ms_profiled": profiled, "calls": a.n,
+    result["lengths"][str(length)].update({
+        "wall_ms_profiled": profiled,
         "by_tottime": top(st, "tottime_ms"), "by_cumtime": top(st, "cumtime_ms"),
-    }
+    })
     print(f"{length} tokens: {statistics.median(plain):.2f} ms per one-token generate "
           f"({statistics.median(profiled):.2f} profiled)", flush=True)
 with open(a.out, "w") as f:
