@@ -42,6 +42,36 @@ def test_token_source_draws_ordinary_ids_deterministically():
     assert len(set(a.tolist())) > 4000  # spread over the vocabulary, not a constant
 
 
+def test_the_timelines_forward_parts_count_only_calls_inside_a_forward():
+    """timeline.py with TIMEWARP_VLLM_TIMELINE_PARTS=1: a tallied call counts (calls, wall us, CPU us) only between
+    a forward's start and its detail; the forward's start resets the counts and wraps Inductor's extern kernels."""
+    import time
+    from timewarp.integrations.vllm_plugin import timeline as tl
+    from torch._inductor.select_algorithm import extern_kernels
+
+    def busy(x):
+        t = time.thread_time()
+        while time.thread_time() - t < 0.002:
+            pass
+        return x
+
+    launch = tl._tallied(busy, "triton")
+    assert launch(1) == 1                       # outside a forward: passed through, not counted
+    tl._forward_start(0)
+    assert getattr(extern_kernels.mm, "_timewarp_parts", False)
+    assert launch(2) == 2 and launch(3) == 3
+    detail = tl._forward_detail(None, None)
+    parts = dict(p.split("=") for p in detail.split())
+    assert set(parts) == {"piece", "triton", "extern", "attn"} and parts["piece"] == "0/0/0"
+    n, wall, cpu = map(int, parts["triton"].split("/"))
+    assert n == 2 and wall >= 4000 and cpu >= 3500
+    launch(4)                                   # after the forward's detail: not counted
+    assert tl._tally["triton"][0] == 2
+    tl._forward_start(0)
+    assert tl._tally["triton"] == [0, 0, 0]
+    tl._forward_detail(None, None)
+
+
 def test_token_source_with_dummy_weights_samples_the_whole_vocabulary():
     """A randomly initialised model on the real H200 samples from near-flat logits over all 128,256 ids of
     the embedded model; its 32,000-id tokenizer gives no text for 3 in 4 of them (the real completions have
