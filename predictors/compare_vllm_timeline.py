@@ -37,7 +37,8 @@ def load(d: Path, names: tuple[str, ...] | None = None) -> tuple[list[tuple], di
                 ev.append((int(p[1]), int(p[2]), p[0], p[3], p[4], int(p[5]) if len(p) > 5 else -1))
     ev.sort()
     marks: dict[str, dict[str, int]] = {}
-    for line in (d / "marks.txt").read_text().splitlines():
+    mfile = d / "marks.txt"   # absent for an offline run (vllm_eager_profile.py): no cases, every event counts
+    for line in (mfile.read_text().splitlines() if mfile.is_file() else ()):
         name, kind, t = line.split()
         marks.setdefault(name, {})[kind] = int(t)
     return ev, marks

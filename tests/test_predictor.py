@@ -539,7 +539,7 @@ def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
     """predictors/vllm_forward_host.py: each model.forward (logged only for steps outside CUDA graphs) takes
     the token count of the sched.schedule before it; its thread CPU and wall time (ms) go to that count's band, with its
     parts where the timeline has them (TIMEWARP_VLLM_TIMELINE_PARTS=1: calls / wall us / CPU us per kind). Forwards
-    before the first case's start (the engine's warm-up) do not count."""
+    before the first case's start (the engine's warm-up) do not count; without marks.txt (an offline run) all do."""
     from timewarp.predictors.vllm_forward_host import forwards
 
     ms = 1_000_000
@@ -558,6 +558,8 @@ def test_vllm_forward_host_bands_each_forward_by_the_step_before_it(tmp_path):
     assert bands[(900, 1300)] == [(9.0, 18.0, {"piece": (33, 9.0, 7.0), "triton": (129, 3.1, 2.5),
                                                "extern": (128, 2.0, 0.9), "attn": (32, 0.4, 0.3)})]
     assert sum(map(len, bands.values())) == 3
+    (tmp_path / "marks.txt").unlink()             # an offline run has no cases: every forward counts
+    assert sum(map(len, forwards(tmp_path).values())) == 4
 
 
 def test_validate_judges_graph_rows_by_their_per_node_slope(tmp_path):
