@@ -11,12 +11,13 @@ torch.compile'd function. Prints one JSON object {name: microseconds}. Runs unmo
 much.
 """
 import argparse
+import functools
 import json
-import statistics
-import time
 
 import torch
 import torch.nn.functional as F
+
+import host_timing  # this folder's: the burst timing both host programs use
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--quick", action="store_true")
@@ -25,18 +26,7 @@ BURSTS = 3 if a.quick else 9
 CALLS = 20
 
 
-def host_us(fn, calls=CALLS, bursts=BURSTS):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(bursts):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return round(statistics.median(per), 2)
+host_us = functools.partial(host_timing.host_us, calls=CALLS, bursts=BURSTS)
 
 
 res = {"torch": torch.__version__}

@@ -13,12 +13,14 @@ Also a small host-to-device copy from pinned memory (vLLM's input preparation ma
 Prints one JSON object {name: microseconds}. Runs unmodified on a real GPU and under `timewarp run`.
 """
 import argparse
+import functools
 import json
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
+
+import host_timing  # this folder's: the burst timing both host programs use
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--tokens", type=int, default=896)
@@ -27,18 +29,7 @@ a = ap.parse_args()
 BURSTS = 3 if a.quick else 9
 
 
-def host_us(fn, calls=20, bursts=BURSTS):
-    for _ in range(3):
-        fn()
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(bursts):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return round(statistics.median(per), 2)
+host_us = functools.partial(host_timing.host_us, calls=20, bursts=BURSTS)
 
 
 # what the generated code calls (torch/_inductor/codegen/wrapper.py writes these imports)
