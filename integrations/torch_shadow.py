@@ -50,6 +50,7 @@ _lookup.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Alloc)]
 _lookup.restype = ctypes.c_int
 _pause, _resume = _core.tw_charge_pause, _core.tw_charge_resume
 _forgive = _core.tw_charge_forgive
+_note_write = _core.tw_mem_note_device_write  # a write into device memory that bypasses the shim
 _forgive.argtypes = [ctypes.c_uint64]
 
 _aten = torch.ops.aten
@@ -318,8 +319,8 @@ def install() -> ShadowMode | None:
 def stats() -> dict:
     """What the shadow did so far in this process: operations computed and zero-filled, failures."""
     if _native:
-        c, z, f, u = torch.ops.timewarp_shadow.stats()
-        return {"impl": "c++", "computed": c, "zeroed": z, "failed": f, "unknown_storages": u}
+        c, z, f, u, k = torch.ops.timewarp_shadow.stats()
+        return {"impl": "c++", "computed": c, "zeroed": z, "failed": f, "unknown_storages": u, "zeros_kept": k}
     if _mode is not None:
         return {"impl": "python", "computed": _mode.shadowed, "zeroed": _mode.zeroed, "failed": _mode.failed,
                 "unknown_storages": len(_mode._unknown)}

@@ -98,6 +98,41 @@ def test_shadow_knows_which_values_it_cannot_know(native):
                  "copied": 4096 * 4097 / 2, "as_float": [1.0] * 4, "reshaped": [0, 3, 1, 4, 2, 5]}, r
 
 
+def test_shadow_zero_fills_a_block_again_only_after_something_wrote_it():
+    """A transformers forward zero-fills the same unknown activations at every call; the C++ shadow skips a
+    fill when the block still holds its own zeros (the fills' cache misses were charged to the program).
+    A copy from the host, or a result the shadow computes into the block, makes the next fill happen."""
+    code = """
+    import json, sys, torch
+    shadow = [m for k, m in sys.modules.items() if k.endswith("torch_shadow")][0]
+    w = torch.empty(4096, 4096, device="cuda")       # address-only: x @ w is unknown, zero-filled
+    x = torch.ones(1, 4096, device="cuda")
+    out = {}
+    y = x @ w
+    p = y.data_ptr()
+    del y
+    kept = shadow.stats()["zeros_kept"]
+    y = x @ w                                         # the same 16 KiB block, still zeros
+    out["same_block"] = y.data_ptr() == p
+    out["kept"] = shadow.stats()["zeros_kept"] - kept
+    y.copy_(torch.full((1, 4096), 7.0))               # written by a copy from the host
+    out["copied"] = y.cpu().sum().item()
+    del y
+    y = x @ w
+    out["after_copy"] = y.cpu().abs().sum().item()
+    del y
+    z = torch.arange(4096, device="cuda", dtype=torch.float32).view(1, 4096)  # computed by the shadow
+    out["computed"] = [z.data_ptr() == p, z.cpu().sum().item()]
+    del z
+    y = x @ w
+    out["after_computed"] = y.cpu().abs().sum().item()
+    print(json.dumps(out))
+    """
+    r = run_emulated(code).result
+    assert r == {"same_block": True, "kept": 1, "copied": 7.0 * 4096, "after_copy": 0.0,
+                 "computed": [True, 4095 * 4096 / 2], "after_computed": 0.0}, r
+
+
 def test_shadow_falls_back_to_python_without_a_compiler(tmp_path):
     """No C++ compiler: `timewarp run` says so once, remembers it, and the program runs with the Python
     shadow (same values, more host time) instead of failing or trying again in every process."""

@@ -113,6 +113,7 @@ def _write(t: torch.Tensor, values: np.ndarray, what: str) -> bool:
     flat = host.reshape(-1) if host.is_contiguous() else host
     k = min(flat.shape[0], values.shape[0])
     flat[:k] = torch.from_numpy(values[:k]).to(flat.dtype)
+    sh._note_write()  # the C++ shadow's zero-fills there no longer hold
     return True
 
 

@@ -280,10 +280,18 @@ tw_err tw_mem_reserve_driver(int dev, size_t bytes) {
 
 size_t tw_mem_used(int dev) { return dev >= 0 && dev < tw_ndevices ? arenas[dev].used : 0; }
 
+/* Writes into device memory carried out on the host (copies and fills here, multi-byte fills in
+ * cuda/memory.c, host-visible results an integration supplies): the shadow of small results
+ * (integrations/torch_shadow.cpp) trusts the zeros it wrote only while this count stands still. */
+static _Atomic uint64_t device_writes;
+uint64_t tw_mem_device_writes(void) { return atomic_load_explicit(&device_writes, memory_order_relaxed); }
+void tw_mem_note_device_write(void) { atomic_fetch_add_explicit(&device_writes, 1, memory_order_relaxed); }
+
 /* How many bytes from p on are host-accessible: plain host memory (not ours) counts as accessible;
  * unbacked device memory is not. Returns the accessible length up to n, and *is_dev. */
-static int side_backed(uintptr_t p, size_t n, size_t *len) {
+static int side_backed(uintptr_t p, size_t n, size_t *len, int *is_dev) {
     region *r = region_find(p);
+    if (is_dev) *is_dev = r && r->device >= 0;
     if (!r) { *len = n; return 1; }       /* ordinary host memory */
     size_t avail = r->base + r->size - p;
     *len = avail < n ? avail : n;
@@ -300,11 +308,13 @@ void tw_mem_copy_now(void *dst, const void *src, size_t n) {
     if (!n || dst == src || !dst || !src) return;
     TW_LOCK();
     size_t ld, ls;
-    int db = side_backed((uintptr_t)dst, n, &ld);
-    int sb = side_backed((uintptr_t)src, n, &ls);
+    int dd;
+    int db = side_backed((uintptr_t)dst, n, &ld, &dd);
+    int sb = side_backed((uintptr_t)src, n, &ls, NULL);
     TW_UNLOCK();
     size_t len = ld < ls ? ld : ls;
     if (!db) return;                       /* into address-only memory: dropped */
+    if (dd) tw_mem_note_device_write();
     int quiet = ld >= UNCHARGED_BYTES;
     if (quiet) tw_charge_pause();
     if (sb) memmove(dst, src, len);
@@ -316,9 +326,11 @@ void tw_mem_set_now(void *dst, int value, size_t n) {
     if (!n || !dst) return;
     TW_LOCK();
     size_t ld;
-    int db = side_backed((uintptr_t)dst, n, &ld);
+    int dd;
+    int db = side_backed((uintptr_t)dst, n, &ld, &dd);
     TW_UNLOCK();
     if (!db) return;
+    if (dd) tw_mem_note_device_write();
     int quiet = ld >= UNCHARGED_BYTES;
     if (quiet) tw_charge_pause();
     memset(dst, value, ld);

@@ -401,6 +401,7 @@ static CUresult memset_any(CUdeviceptr dst, uint32_t pattern, int elem, size_t c
     tw_alloc a;
     if (tw_mem_lookup(DPTR(dst), &a) && a.backed && dst + bytes <= a.base + a.size) {
         uint8_t *p = DPTR(dst);
+        tw_mem_note_device_write();
         for (size_t i = 0; i < count; i++)
             memcpy(p + i * (size_t)elem, &pattern, (size_t)elem);
     }

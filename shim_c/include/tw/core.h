@@ -183,6 +183,10 @@ tw_err tw_mem_reserve_driver(int dev, size_t bytes);
 /* Data movement now, where both sides are backed; reads of unbacked device memory give zeros. */
 void tw_mem_copy_now(void *dst, const void *src, size_t n);
 void tw_mem_set_now(void *dst, int value, size_t n);
+/* How many writes into device memory the host has carried out (the copies and fills above, and those noted
+ * by tw_mem_note_device_write); the shadow of small results trusts its own zeros only while it stands still. */
+uint64_t tw_mem_device_writes(void);
+void tw_mem_note_device_write(void);
 /* Virtual memory management (cuMemAddressReserve/Create/Map). Handles are opaque ids. */
 tw_err tw_vmm_reserve(size_t size, size_t align, uintptr_t fixed, uintptr_t *out);
 tw_err tw_vmm_free(uintptr_t base, size_t size);
