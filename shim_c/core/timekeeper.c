@@ -190,6 +190,13 @@ int tw_tk_due(uint64_t t, int may_jump) {
     return !keeper_alive(k);
 }
 
+int tw_tk_due_look(uint64_t t, int (*look)(void *), void *ctx) {
+    tw_tk_shared *k = tw_tk;
+    if (!k) return 1;
+    if (tw_tk_advance_look(k, look, ctx) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
+    return !keeper_alive(k);
+}
+
 /* ---- message stamps (shim_c/libc/message.c keys the channels) */
 /* How long (real time) a message not yet seen holds the keeper's clock at most: TIMEWARP_MSG_HOLD_US (the
  * launcher checks it). 2 ms: a reader that is woken is scheduled well within it on a loaded 2-core machine,

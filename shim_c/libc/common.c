@@ -262,6 +262,10 @@ __attribute__((weak)) void tw_tk_twait_begin(uint64_t deadline) { (void)deadline
 __attribute__((weak)) void tw_tk_block_begin(int may_jump) { (void)may_jump; }
 __attribute__((weak)) int tw_tk_first_look(void) { return 0; }
 __attribute__((weak)) int tw_tk_due(uint64_t deadline, int may_jump) { (void)deadline; (void)may_jump; return 1; }
+__attribute__((weak)) int tw_tk_due_look(uint64_t deadline, int (*look)(void *), void *ctx) {
+    (void)deadline; (void)look; (void)ctx;
+    return 1;
+}
 __attribute__((weak)) uint64_t tw_tk_safe(void) { return 0; }
 __attribute__((weak)) void tw_tk_wake(int how, uint64_t deadline) { (void)how; (void)deadline; }
 __attribute__((weak)) void tw_tk_before_exec(void) {}
@@ -308,6 +312,23 @@ int tw_libc_kw_due(uint64_t target, int may_jump) {
     return due;
 }
 
+/* The wait's own look, made by the keeper's advance just before it would jump (tw_tk_advance_look) */
+typedef struct { tw_libc_wait_fn call; void *ctx; int r; } own_look;
+static int own_look_now(void *p) {
+    own_look *l = p;
+    l->r = l->call(l->ctx, 0);
+    return l->r;
+}
+
+static int tw_libc_kw_due_look(uint64_t target, own_look *look) {
+    int saved = errno;
+    tw_libc_depth++;
+    int due = tw_tk_due_look(target, own_look_now, look);
+    tw_libc_depth--;
+    if (!look->r) errno = saved;   /* what the look found keeps its own errno */
+    return due;
+}
+
 /* A wait that something outside this process may end (TW_WAKE_ANY): message stamps may say when. */
 static int tw_libc_wake_rule(int wake, uint64_t *t) {
     if (wake != TW_WAKE_ANY) return wake;
@@ -342,7 +363,9 @@ int tw_libc_keeper_wait(uint64_t target, tw_libc_wait_fn call, void *ctx, int wa
     }
     tw_libc_kw_begin(target);
     for (;;) {
-        int due = tw_libc_kw_due(target, 1);
+        own_look look = {call, ctx, 0};
+        int due = tw_libc_kw_due_look(target, &look);
+        if (look.r) { tw_libc_kw_end(0, target, wake); return look.r; }
         int r = call(ctx, due ? 0 : tw_libc_slice(target));
         if (r || due) { tw_libc_kw_end(!r, target, wake); return r; }
     }

@@ -39,6 +39,7 @@ void tw_tk_block_begin(int may_jump);
 /* the first look (vclock.c; TIMEWARP_WAIT_FIRST_LOOK=0 turns it off): a wait looks at what is there before the keeper may jump */
 int tw_tk_first_look(void);
 int tw_tk_due(uint64_t deadline, int may_jump);
+int tw_tk_due_look(uint64_t deadline, int (*look)(void *), void *ctx);
 uint64_t tw_tk_safe(void);       /* the keeper's clock (0 without one) */
 void tw_tk_wake(int how, uint64_t deadline);
 void tw_tk_before_exec(void);

@@ -149,6 +149,10 @@ uint64_t tw_tk_publish(tw_tk_shared *k, uint64_t t);
 uint64_t tw_tk_advance(tw_tk_shared *k);
 /* The same short of a jump (the minimum is a waiting deadline): that is left to the waiters, whom it wakes. */
 uint64_t tw_tk_advance_no_jump(tw_tk_shared *k);
+/* tw_tk_advance for a thread in a wait of its own: once the table has settled, and before the clock jumps,
+ * look(ctx) makes the wait's own real look (a poll with no timeout); what it finds (nonzero) ends the
+ * advance without the jump. */
+uint64_t tw_tk_advance_look(tw_tk_shared *k, int (*look)(void *), void *ctx);
 uint64_t tw_tk_others_lo(tw_tk_shared *k, int32_t pid);
 /* The same, counting also pid's feeder threads (TW_SLOT_FEEDER), a feeder waiting with a deadline at its
  * clock (a lock its process holds, Python's GIL, may end the wait at once): what a thread of pid may still
@@ -216,6 +220,8 @@ int tw_tk_wait_safe(tw_tk_slot *s, uint64_t t, uint32_t state);
 /* Whether the keeper's clock has reached t (advancing it if it can; jumping it to a deadline too if may_jump:
  * not for a thread that holds a lock others may need, vclock.c/wait.c). */
 int tw_tk_due(uint64_t t, int may_jump);
+/* tw_tk_due(t, 1) for a wait whose own look (tw_tk_advance_look) may end it before a jump */
+int tw_tk_due_look(uint64_t t, int (*look)(void *), void *ctx);
 
 #ifdef __cplusplus
 }
