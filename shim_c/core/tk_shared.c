@@ -329,7 +329,7 @@ static int waiter_runnable(tw_tk_shared *k) {
 
 /* TIMEWARP_JUMP_LOG=1 (a diagnostic): each jump of a second or more prints the table it was decided on to
  * stderr: who jumped, from and to, and every thread's slot (process, thread, name, /proc state, slot state,
- * clock, deadline). Jumps that long end timeouts; when one ended a timeout that a real run would not reach,
+ * clock, deadline, system call) and the message holds. Jumps that long end timeouts; when one ended a timeout that a real run would not reach,
  * the line shows which waiter was taken for blocked. */
 static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int64_t settle_ns) {
     static int on = -1;
@@ -372,6 +372,18 @@ static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int
         n = snprintf(line, sizeof line, "  slot %u pid %d tid %d (%s) proc %c state %u flags %u clock %.6f deadline %.6f in %.40s\n",
                      i, pid, tid, name, st, LOAD(&s->state), LOAD(&s->flags), LOAD(&s->clock) / 1e9,
                      LOAD(&s->deadline) / 1e9, sys);
+        (void)!write(2, line, (size_t)n);
+    }
+    int64_t now = tw_tk_real_ns();
+    n = snprintf(line, sizeof line, "  holds %u, expired so far %u\n", LOAD(&k->npend), LOAD(&k->holds_expired));
+    (void)!write(2, line, (size_t)n);
+    for (uint32_t i = 0; i < TW_TK_PENDS; i++) {
+        tw_tk_pend *e = &k->pends[i];
+        if (!LOAD(&e->key)) continue;
+        uint64_t r = LOAD(&e->reader);
+        n = snprintf(line, sizeof line, "  hold %u stamp %.6f reader slot %d tid %d born %.3f ms ago, until %+.3f ms\n", i,
+                     LOAD(&e->stamp) / 1e9, (int)(uint32_t)r - 1, (int)(r >> 32), (now - LOAD(&e->born)) / 1e6,
+                     (LOAD(&e->until) - now) / 1e6);
         (void)!write(2, line, (size_t)n);
     }
 }

@@ -210,6 +210,7 @@ uint64_t tw_clock_raise(uint64_t t);
 uint64_t tw_msg_sync_key(const void *obj) TW_HIDDEN;   /* a private condvar's or semaphore's channel */
 void tw_tk_msg_sent(uint64_t key, int hold);   /* the keeper's message table (core; weak fallbacks in message.c) */
 int tw_tk_msg_at(uint64_t key, uint64_t *t);
+void tw_tk_reader_running(void);   /* vclock.c: a woken waiter marks its slot running */
 int tw_tk_msg_first_at(uint64_t key, uint64_t *t);
 void tw_tk_msg_reader(uint64_t key);
 /* Message stamps (message.c): after a wait's real call, what became ready (r: its result), then at the
