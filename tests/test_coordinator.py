@@ -222,6 +222,28 @@ def test_a_zmq_connection_is_set_up_in_hand_overs_not_in_its_timers():
     assert len(setup) == 6 and max(setup) < 1.0, setup
 
 
+def test_the_jump_log_names_the_waiter_a_long_jump_went_to():
+    """TIMEWARP_JUMP_LOG=1 (shim_c/core/tk_shared.c): a jump of a second or more prints who jumped, from and
+    to, and every thread's slot; here the only thread waits 3 s on a socket, so the clock jumps to its
+    deadline and its slot shows it in its timed wait (state 3)."""
+    code = ("import socket, time\n"
+            "a, b = socket.socketpair()\n"
+            "a.settimeout(3.0)\n"
+            "t0 = time.monotonic()\n"
+            "try:\n    a.recv(1)\nexcept socket.timeout:\n    pass\n"
+            "print(round(time.monotonic() - t0, 3))\n")
+    r = timewarp("run", "--", sys.executable, "-c", code, env={**os.environ, "TIMEWARP_JUMP_LOG": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert r.stdout.strip().splitlines()[-1] == "3.0", r.stdout
+    jumps = re.findall(r"jump by pid (\d+) tid \d+ from ([\d.]+) to ([\d.]+) s", r.stderr)
+    assert len(jumps) == 1 and float(jumps[0][2]) - float(jumps[0][1]) > 2.9, r.stderr[-3000:]
+    slot = re.search(rf"slot \d+ pid {jumps[0][0]} tid {jumps[0][0]} \(python\) proc \S state 3 .*deadline ([\d.]+)",
+                     r.stderr)
+    assert slot and abs(float(slot.group(1)) - float(jumps[0][2])) < 1e-3, r.stderr[-3000:]
+    quiet = timewarp("run", "--", sys.executable, "-c", code)   # off by default
+    assert quiet.returncode == 0 and "jump by" not in quiet.stderr, quiet.stderr[-3000:]
+
+
 def test_a_condvar_hand_over_is_neither_lost_nor_jumped_over(tmp_path):
     """shim_c/libc/condvar.c: a timed condvar wait is made of real slices. A broadcast that came while a slice
     timed out was lost (glibc had cancelled the wait), and a woken waiter that had not yet run let the clock
