@@ -93,12 +93,12 @@ def main() -> None:
     if r.returncode != 0 or not lines:
         sys.exit(f"shadow_cost: the emulated program failed (exit {r.returncode}):\n{r.stderr[-3000:]}")
     res = json.loads(lines[-1][len("RESULT "):])
-    print(f"{'forward (4-layer Llama-3-8B shape)':<26} {'shadow':>7} {'charged host us':>16} {'virtual us':>11}")
+    print(f"{'forward (4-layer Llama-3-8B shape)':<34} {'shadow':>7} {'charged host us':>16} {'virtual us':>11}")
     for name, v in res.items():
         for k, on in enumerate(("off", "on")):
-            print(f"{name:<26} {on:>7} {v['charged_us'][k]:>16.1f} {v['virtual_us'][k]:>11.1f}")
+            print(f"{name:<34} {on:>7} {v['charged_us'][k]:>16.1f} {v['virtual_us'][k]:>11.1f}")
         c, t = v["charged_us"], v["virtual_us"]
-        print(f"{'':<26} {'added':>7} {c[1] - c[0]:>+16.1f} ({(c[1] / c[0] - 1) * 100:+.1f}%) "
+        print(f"{'':<34} {'added':>7} {c[1] - c[0]:>+16.1f} ({(c[1] / c[0] - 1) * 100:+.1f}%) "
               f"{t[1] - t[0]:>+10.1f} ({(t[1] / t[0] - 1) * 100:+.1f}%)")
 
 
