@@ -330,7 +330,7 @@ static int waiter_runnable(tw_tk_shared *k) {
 /* TIMEWARP_JUMP_LOG=1 (a diagnostic): each jump of a second or more prints the table it was decided on to
  * stderr: who jumped, from and to, and every thread's slot (process, thread, name, /proc state, slot state,
  * clock, deadline, system call) and the message holds. Jumps that long end timeouts; when one ended a timeout that a real run would not reach,
- * the line shows which waiter was taken for blocked. */
+ * the line shows which waiter was taken for blocked. Raw system calls: it runs inside the keeper's advance. */
 static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int64_t settle_ns) {
     static int on = -1;
     if (on < 0) { const char *v = getenv("TIMEWARP_JUMP_LOG"); on = v && v[0] == '1'; }
@@ -338,7 +338,7 @@ static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int
     char line[256];
     int n = snprintf(line, sizeof line, "timewarp: jump by pid %d tid %d from %.6f to %.6f s after %d settles (%.3f ms)\n",
                      (int)getpid(), (int)tw_sys6(SYS_gettid, 0, 0, 0, 0, 0, 0), from / 1e9, to / 1e9, tries, settle_ns / 1e6);
-    (void)!write(2, line, (size_t)n);
+    (void)tw_sys6(SYS_write, 2, (long)line, n, 0, 0, 0);
     uint32_t hi = LOAD(&k->hiwater);
     for (uint32_t i = 0; i < hi; i++) {
         tw_tk_slot *s = &k->slots[i];
@@ -347,10 +347,10 @@ static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int
         char path[64], buf[512], name[32] = "?";
         char st = '?';
         snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        long fd = tw_sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
         if (fd >= 0) {
-            ssize_t m = read(fd, buf, sizeof buf - 1);
-            close(fd);
+            long m = tw_sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
+            tw_sys6(SYS_close, fd, 0, 0, 0, 0, 0);
             if (m > 0) {
                 buf[m] = '\0';
                 char *a = strchr(buf, '('), *b = strrchr(buf, ')');
@@ -362,21 +362,21 @@ static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int
         }
         char sys[64] = "?";   /* the system call it is in: number and first arguments */
         snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
-        fd = open(path, O_RDONLY | O_CLOEXEC);
+        fd = tw_sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
         if (fd >= 0) {
-            ssize_t m = read(fd, sys, sizeof sys - 1);
-            close(fd);
+            long m = tw_sys6(SYS_read, fd, (long)sys, sizeof sys - 1, 0, 0, 0);
+            tw_sys6(SYS_close, fd, 0, 0, 0, 0, 0);
             sys[m > 0 ? m : 0] = '\0';
             for (char *c = sys; *c; c++) if (*c == '\n') *c = '\0';
         }
         n = snprintf(line, sizeof line, "  slot %u pid %d tid %d (%s) proc %c state %u flags %u clock %.6f deadline %.6f in %.40s\n",
                      i, pid, tid, name, st, LOAD(&s->state), LOAD(&s->flags), LOAD(&s->clock) / 1e9,
                      LOAD(&s->deadline) / 1e9, sys);
-        (void)!write(2, line, (size_t)n);
+        (void)tw_sys6(SYS_write, 2, (long)line, n, 0, 0, 0);
     }
     int64_t now = tw_tk_real_ns();
     n = snprintf(line, sizeof line, "  holds %u, expired so far %u\n", LOAD(&k->npend), LOAD(&k->holds_expired));
-    (void)!write(2, line, (size_t)n);
+    (void)tw_sys6(SYS_write, 2, (long)line, n, 0, 0, 0);
     for (uint32_t i = 0; i < TW_TK_PENDS; i++) {
         tw_tk_pend *e = &k->pends[i];
         if (!LOAD(&e->key)) continue;
@@ -384,7 +384,7 @@ static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int
         n = snprintf(line, sizeof line, "  hold %u stamp %.6f reader slot %d tid %d born %.3f ms ago, until %+.3f ms\n", i,
                      LOAD(&e->stamp) / 1e9, (int)(uint32_t)r - 1, (int)(r >> 32), (now - LOAD(&e->born)) / 1e6,
                      (LOAD(&e->until) - now) / 1e6);
-        (void)!write(2, line, (size_t)n);
+        (void)tw_sys6(SYS_write, 2, (long)line, n, 0, 0, 0);
     }
 }
 
