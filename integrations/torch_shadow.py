@@ -50,8 +50,8 @@ _lookup.argtypes = [ctypes.c_void_p, ctypes.POINTER(_Alloc)]
 _lookup.restype = ctypes.c_int
 _pause, _resume = _core.tw_charge_pause, _core.tw_charge_resume
 _forgive = _core.tw_charge_forgive
-_note_write = _core.tw_mem_note_device_write  # a write into device memory that bypasses the shim
 _forgive.argtypes = [ctypes.c_uint64]
+_note_write = _core.tw_mem_note_device_write  # a write into device memory that bypasses the shim
 
 _aten = torch.ops.aten
 _LEAVE = {
