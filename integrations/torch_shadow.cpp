@@ -189,7 +189,9 @@ bool still_zero(uintptr_t p, size_t n) {
   return it->first + it->second >= p + n;
 }
 
-void forget_zero(uintptr_t p, size_t n) {
+void forget_zero(const at::Tensor& t) {  // t's storage was written
+  auto p = reinterpret_cast<uintptr_t>(storage_ptr(t));
+  size_t n = t.storage().nbytes();
   auto it = zeroed.lower_bound(p > zeroed_longest ? p - zeroed_longest : 0);
   while (it != zeroed.end() && it->first < p + n) it = it->first + it->second > p ? zeroed.erase(it) : ++it;
 }
@@ -257,11 +259,10 @@ void shadow(const c10::OperatorHandle& op, const OpInfo& info, const std::vector
       for (size_t i = 0; i < args.size() && i < sargs.size(); i++)
         if (sargs[i].alias_info() && sargs[i].alias_info()->isWrite())
           each_tensor(args[i], [&](const at::Tensor& t) {
-            if (t.defined() && t.is_cuda())
-              forget_zero(reinterpret_cast<uintptr_t>(storage_ptr(t)), t.storage().nbytes());
+            if (t.defined() && t.is_cuda()) forget_zero(t);
           });
       for (const auto& t : outs)
-        if (t.is_cuda()) forget_zero(reinterpret_cast<uintptr_t>(storage_ptr(t)), t.storage().nbytes());
+        if (t.is_cuda()) forget_zero(t);
     }
     if (!info.inplace) {  // in-place and out= variants wrote through the aliases already
       std::vector<at::Tensor> res;
@@ -404,8 +405,7 @@ struct Typed<Op, at::Tensor(Args...)> {
   static at::Tensor call(Args... args) {
     c10::impl::ExcludeDispatchKeyGuard guard(kKey);
     at::Tensor r = Op::call(args...);
-    if (std::this_thread::get_id() != owner || !r.defined() || !r.is_cuda() || !plain_cuda(r) ||
-        static_cast<int64_t>(r.storage().nbytes()) > max_bytes)
+    if (std::this_thread::get_id() != owner || !plain_cuda(r) || static_cast<int64_t>(r.storage().nbytes()) > max_bytes)
       return r;  // the common case: no result of the shadow's size on the device
     try {
       const OpInfo& info = info_of(handle());

@@ -183,18 +183,20 @@ int tw_tk_wait_inputs(tw_tk_slot *s, uint64_t t, int64_t max_real_ns) { return w
 
 uint64_t tw_tk_safe(void) { return tw_tk ? __atomic_load_n(&tw_tk->safe, __ATOMIC_ACQUIRE) : 0; }
 
+/* whether a wait until t is over once the keeper's clock is at safe (or the run ends) */
+static int due_at(tw_tk_shared *k, uint64_t safe, uint64_t t) {
+    if (safe >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
+    return !keeper_alive(k);
+}
+
 int tw_tk_due(uint64_t t, int may_jump) {
     tw_tk_shared *k = tw_tk;
-    if (!k) return 1;
-    if ((may_jump ? tw_tk_advance(k) : tw_tk_advance_no_jump(k)) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
-    return !keeper_alive(k);
+    return !k || due_at(k, may_jump ? tw_tk_advance(k) : tw_tk_advance_no_jump(k), t);
 }
 
 int tw_tk_due_look(uint64_t t, int (*look)(void *), void *ctx) {
     tw_tk_shared *k = tw_tk;
-    if (!k) return 1;
-    if (tw_tk_advance_look(k, look, ctx) >= t || __atomic_load_n(&k->aborted, __ATOMIC_ACQUIRE)) return 1;
-    return !keeper_alive(k);
+    return !k || due_at(k, tw_tk_advance_look(k, look, ctx), t);
 }
 
 /* ---- message stamps (shim_c/libc/message.c keys the channels) */

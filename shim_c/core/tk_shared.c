@@ -327,10 +327,35 @@ static int waiter_runnable(tw_tk_shared *k) {
     return 0;
 }
 
+/* A /proc file into buf (NUL-terminated), with raw system calls: the keeper's advance reads them. Its length,
+ * or -1. */
+static long read_proc(const char *path, char *buf, size_t cap) {
+    long fd = tw_sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
+    if (fd < 0) return -1;
+    long n = tw_sys6(SYS_read, fd, (long)buf, (long)cap - 1, 0, 0, 0);
+    tw_sys6(SYS_close, fd, 0, 0, 0, 0, 0);
+    if (n < 0) return -1;
+    buf[n] = '\0';
+    return n;
+}
+
+/* The state letter of a process (tid 0) or thread from its stat file, '\0' if gone; its name into name when
+ * asked. */
+static char task_stat(int32_t pid, int32_t tid, char *name, size_t name_cap) {
+    char path[64], buf[512];
+    if (tid > 0) snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
+    else snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    if (read_proc(path, buf, sizeof buf) <= 0) return '\0';
+    char *a = strchr(buf, '('), *b = strrchr(buf, ')');   /* the command name may hold spaces and parentheses */
+    if (name && a && b && b > a) snprintf(name, name_cap, "%.*s", (int)(b - a - 1), a + 1);
+    return b && b[1] == ' ' ? b[2] : '\0';
+}
+
 /* TIMEWARP_JUMP_LOG=1 (a diagnostic): each jump of a second or more prints the table it was decided on to
  * stderr: who jumped, from and to, and every thread's slot (process, thread, name, /proc state, slot state,
  * clock, deadline, system call) and the message holds. Jumps that long end timeouts; when one ended a timeout that a real run would not reach,
- * the line shows which waiter was taken for blocked. Raw system calls: it runs inside the keeper's advance. */
+ * the line shows which waiter was taken for blocked. Raw system calls (read_proc): it runs inside the keeper's
+ * advance. */
 static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int64_t settle_ns) {
     static int on = -1;
     if (on < 0) { const char *v = getenv("TIMEWARP_JUMP_LOG"); on = v && v[0] == '1'; }
@@ -344,33 +369,13 @@ static void jump_log(tw_tk_shared *k, uint64_t from, uint64_t to, int tries, int
         tw_tk_slot *s = &k->slots[i];
         int32_t tid = LOAD(&s->tid), pid = LOAD(&s->pid);
         if (tid <= 0) continue;
-        char path[64], buf[512], name[32] = "?";
-        char st = '?';
-        snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-        long fd = tw_sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
-        if (fd >= 0) {
-            long m = tw_sys6(SYS_read, fd, (long)buf, sizeof buf - 1, 0, 0, 0);
-            tw_sys6(SYS_close, fd, 0, 0, 0, 0, 0);
-            if (m > 0) {
-                buf[m] = '\0';
-                char *a = strchr(buf, '('), *b = strrchr(buf, ')');
-                if (a && b && b > a) {
-                    snprintf(name, sizeof name, "%.*s", (int)(b - a - 1), a + 1);
-                    if (b[1] == ' ') st = b[2];
-                }
-            }
-        }
-        char sys[64] = "?";   /* the system call it is in: number and first arguments */
+        char path[64], name[32] = "?", sys[64] = "?";   /* sys: the system call it is in, and its arguments */
+        char st = task_stat(pid, tid, name, sizeof name);
         snprintf(path, sizeof path, "/proc/%d/task/%d/syscall", pid, tid);
-        fd = tw_sys6(SYS_openat, AT_FDCWD, (long)path, O_RDONLY | O_CLOEXEC, 0, 0, 0);
-        if (fd >= 0) {
-            long m = tw_sys6(SYS_read, fd, (long)sys, sizeof sys - 1, 0, 0, 0);
-            tw_sys6(SYS_close, fd, 0, 0, 0, 0, 0);
-            sys[m > 0 ? m : 0] = '\0';
+        if (read_proc(path, sys, sizeof sys) >= 0)
             for (char *c = sys; *c; c++) if (*c == '\n') *c = '\0';
-        }
         n = snprintf(line, sizeof line, "  slot %u pid %d tid %d (%s) proc %c state %u flags %u clock %.6f deadline %.6f in %.40s\n",
-                     i, pid, tid, name, st, LOAD(&s->state), LOAD(&s->flags), LOAD(&s->clock) / 1e9,
+                     i, pid, tid, name, st ? st : '?', LOAD(&s->state), LOAD(&s->flags), LOAD(&s->clock) / 1e9,
                      LOAD(&s->deadline) / 1e9, sys);
         (void)tw_sys6(SYS_write, 2, (long)line, n, 0, 0, 0);
     }
@@ -597,16 +602,4 @@ void tw_tk_coll_lock(tw_tk_shared *k) {
 
 void tw_tk_coll_unlock(tw_tk_shared *k) { __atomic_store_n(&k->coll_lock, 0, __ATOMIC_RELEASE); }
 
-char tw_tk_task_state(int32_t pid, int32_t tid) {
-    char path[64], buf[512];
-    if (tid > 0) snprintf(path, sizeof path, "/proc/%d/task/%d/stat", pid, tid);
-    else snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return '\0';
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0) return '\0';
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');   /* the command name may hold spaces and parentheses */
-    return p && p[1] == ' ' ? p[2] : '\0';
-}
+char tw_tk_task_state(int32_t pid, int32_t tid) { return task_stat(pid, tid, NULL, 0); }
