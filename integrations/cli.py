@@ -276,7 +276,7 @@ def validate(ctx, gpu, sections, keep, errors, programs) -> None:
             ctx.exit(1)
         click.echo(f"\nwhole programs, emulated vs real {gpu} ({cp.REAL_PROGRAMS[gpu].name}):")
         try:
-            click.echo(cp.format_table(cp.compare(real_dir=cp.REAL_PROGRAMS[gpu])))
+            click.echo(cp.format_table(cp.compare(real_dir=cp.REAL_PROGRAMS[gpu], gpu=gpu)))
         except RuntimeError as e:
             click.echo(f"timewarp: {e}", err=True)
             ctx.exit(1)

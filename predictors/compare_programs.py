@@ -104,12 +104,12 @@ def parse_demo(text: str) -> dict:
     return {k: v[0] for k, v in parse_demo_runs(text).items()}
 
 
-def run_emulated(prog: str, progs: pathlib.Path) -> dict:
+def run_emulated(prog: str, progs: pathlib.Path, gpu: str = "H200") -> dict:
     if prog == "demo":
-        cmd = [sys.executable, "-m", "timewarp", "demo"]
+        cmd = [sys.executable, "-m", "timewarp", "demo", "--gpu", gpu]
     else:
         name, *args = prog.split()
-        cmd = [sys.executable, "-m", "timewarp", "run", "--", sys.executable, str(progs / name), *args]
+        cmd = [sys.executable, "-m", "timewarp", "run", "--gpu", gpu, "--", sys.executable, str(progs / name), *args]
     p = subprocess.run(cmd, capture_output=True, text=True, cwd=progs)
     if p.returncode != 0:
         raise RuntimeError(f"{prog} failed under emulation (exit {p.returncode}):\n{p.stderr[-3000:]}")
@@ -126,21 +126,23 @@ def main(argv=None) -> int:
     ap.add_argument("--progs", type=pathlib.Path, default=PROGRAMS, help="folder of the programs (default: %(default)s)")
     ap.add_argument("--real", type=pathlib.Path, default=REAL)
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--gpu", default="H200", help="the card emulated; --real must hold that card's record "
+                    "(H100: predictors/data/h100/transfer_*/programs)")
     a = ap.parse_args(argv)
     if not (a.progs / "hf_llama8b.py").exists():
         ap.error(f"{a.progs} holds no hf_llama8b.py")
-    print(format_table(compare(a.progs, a.real, a.repeat)))
+    print(format_table(compare(a.progs, a.real, a.repeat, a.gpu)))
     return 0
 
 
-def compare(progs: pathlib.Path = None, real_dir: pathlib.Path = REAL, repeat: int = 1) -> list[tuple]:
+def compare(progs: pathlib.Path = None, real_dir: pathlib.Path = REAL, repeat: int = 1, gpu: str = "H200") -> list[tuple]:
     """(label, real values, emulated values, bound) per figure."""
     progs = progs or PROGRAMS
     real = real_figures(real_dir)
     emu: dict = {}
     figures = [f for f in FIGURES if f[0] in real]  # another GPU's record may lack some programs
     for prog in dict.fromkeys(p for p, *_ in figures):
-        emu[prog] = [run_emulated(prog, progs) for _ in range(repeat)]
+        emu[prog] = [run_emulated(prog, progs, gpu) for _ in range(repeat)]
     return [(label, [float(x) for x in real[prog][key]], [float(e[key]) for e in emu[prog]], bound)
             for prog, key, label, bound in figures]
 
