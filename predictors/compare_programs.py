@@ -29,7 +29,7 @@ import sys
 HERE = pathlib.Path(__file__).resolve().parent
 REAL = HERE / "data" / "h200" / "programs_2026-11-30"
 PROGRAMS = HERE / "programs"
-REAL_PROGRAMS = {"H200": REAL}
+REAL_PROGRAMS = {"H200": REAL, "H100": HERE / "data" / "h100" / "transfer_2026-12-05" / "programs"}
 
 # (program and arguments, figure key in its JSON, label, what bounds it on the real machine)
 FIGURES = [

@@ -31,6 +31,13 @@ DATA_TABLES = {"H200": {"gemm": [GEMM_SRC, MODELS_SRC], "sdpa": SDPA_SRC, "eleme
 # the memcpy section's sizes: the dense grid (2^k and 1.5 x 2^k, 1 KiB-2 GiB) where its measurements are stored
 MEMCPY_GRID = "dense" if DATA_TABLES["H200"]["memcpy"] == DENSE_SRC else "pow2"
 
+# The H100 (2026-12-05): the same sections on the real card, for the transfer of the H200's data (nothing of
+# the H100 is in the profile, so every row is out of the fit: split "transfer")
+H100 = HERE / "data" / "h100" / "transfer_2026-12-05"
+DATA["H100"] = H100
+DATA_TABLES["H100"] = {"gemm": H100 / "mb_gemm", "sdpa": H100 / "mb_sdpa", "elementwise": H100 / "mb_slope",
+                       "memcpy": H100 / "mb_copy"}
+
 # table -> (family shown, configuration columns that identify a row)
 TABLES = {
     "gemm": ("GEMM", ["op", "dtype", "m", "n", "k", "batch", "tag", "mode"]),
@@ -59,8 +66,9 @@ def run_emulated(outdir: pathlib.Path, gpu: str, sections: str = SECTIONS, budge
            "--sections", sections, "--budget", str(budget), "--graph-slope", "--memcpy-grid", MEMCPY_GRID,
            # as the real GEMM and attention rows were timed (GEMM_SRC, SDPA_SRC): each repetition at full clock
            "--cool-ms", "150", "--cool-sections", "gemm_main,gemm_extra,gemm_models,sdpa", "--names", "subset"]
-    # the profile without the held-out rows, so that their errors are those of the predictor's interpolation
-    env = {**os.environ, "TIMEWARP_PROFILE": str(FIT_PROFILE)}
+    # the profile without the held-out rows, so that their errors are those of the predictor's interpolation;
+    # another GPU's rows are all held out of the profile, which keeps every H200 row to transfer from
+    env = {**os.environ, "TIMEWARP_PROFILE": str(FIT_PROFILE)} if gpu == "H200" else dict(os.environ)
     p = subprocess.run(cmd, capture_output=True, text=True, env=env)
     if p.returncode != 0:
         raise ValidateError(f"the benchmark failed under emulation (exit {p.returncode}):\n{p.stderr[-3000:]}")
@@ -98,9 +106,10 @@ def _with_node_rows(pd, t):
     return pd.concat([t, g.assign(mode="graph-node", t_median_us=g.node_us)], ignore_index=True)
 
 
-def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None = None):
+def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None = None, transfer: bool = False):
     """Per-row errors (a DataFrame) and the summary per family and mode. tables: table -> folder of the real
-    measurements that replace real_dir's for that table."""
+    measurements that replace real_dir's for that table. transfer: the real card is not the profiled one, so
+    every row's split is "transfer"."""
     import pandas as pd
 
     rows = []
@@ -118,7 +127,7 @@ def compare(real_dir: pathlib.Path, emu_dir: pathlib.Path, tables: dict | None =
         m = m[(m.t_median_us_real > 0) & (m.t_median_us_emu > 0)]
         m = m.assign(family=family, table=table,
                      err=(m.t_median_us_emu - m.t_median_us_real) / m.t_median_us_real)
-        m = m.assign(split=[_split(table, r) for r in m.itertuples()])
+        m = m.assign(split=["transfer" if transfer else _split(table, r) for r in m.itertuples()])
         if table == "gemm":  # other models' linear layers: the held-out ones are models the fit never saw
             m.loc[m.tag.isin(MODEL_ORDER), "family"] = "GEMM, other models"
         if table == "sdpa":  # a backend forced by the program runs other kernels, which the profile lacks
@@ -152,7 +161,7 @@ def validate(gpu: str = "H200", sections: str = SECTIONS, keep: str | None = Non
         out = pathlib.Path(keep) if keep else pathlib.Path(tmp)
         out.mkdir(parents=True, exist_ok=True)
         run_emulated(out, gpu, sections)
-        per_row, summary = compare(real, out, DATA_TABLES.get(gpu))
+        per_row, summary = compare(real, out, DATA_TABLES.get(gpu), transfer=gpu != "H200")
     if errors_csv:
         per_row.to_csv(errors_csv, index=False)
     return per_row, summary

@@ -122,6 +122,43 @@ def test_other_gpus_are_scaled_from_the_h200(h200):
     assert 2.0 < a100["1024"] / h200["1024"] < 4.0
 
 
+H100_PROG = """
+import json, torch, torch.nn.functional as F
+
+def sdpa_us(b, q_len, kv_len):
+    q = torch.randn(b, 32, q_len, 128, device="cuda", dtype=torch.bfloat16)
+    k, v = (torch.randn(b, 8, kv_len, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
+    F.scaled_dot_product_attention(q, k, v, is_causal=q_len > 1, enable_gqa=True)
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            for _ in range(10):
+                F.scaled_dot_product_attention(q, k, v, is_causal=q_len > 1, enable_gqa=True)
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    g.replay(); e0.record(); g.replay(); e1.record()
+    torch.cuda.synchronize()
+    return e0.elapsed_time(e1) * 1e3 / 10
+
+print(json.dumps({"decode_4x1024": sdpa_us(4, 1, 1024), "decode_64x8192": sdpa_us(64, 1, 8192),
+                  "prefill_2048": sdpa_us(1, 2048, 2048)}))
+"""
+
+
+def test_the_h100_slows_a_kernel_by_the_share_of_its_time_its_memory_needed():
+    # Measured (predictors/data/h100/transfer_2026-12-05 against the H200's sdpa_cool rows), H100 / H200:
+    # decode of 4 x 1024 1.09 (its memory needed half its time on the H200; the ratio of rooflines gave
+    # 1.27), of 64 x 8192 1.48 (memory-bound: the bandwidths' ratio, 1.44), a causal prefill of 2048 1.00
+    # (tensor-bound; the two cards share SMs and clocks)
+    runs = {gpu: run_emulated(H100_PROG, gpu=gpu) for gpu in ("H200", "H100")}
+    for gpu, run in runs.items():
+        assert run.rc == 0, (gpu, run.stderr[-3000:])
+    ratio = {k: runs["H100"].result[k] / v for k, v in runs["H200"].result.items()}
+    assert 1.0 < ratio["decode_4x1024"] < 1.18, ratio
+    assert 1.3 < ratio["decode_64x8192"] < 1.5, ratio
+    assert 0.97 < ratio["prefill_2048"] < 1.05, ratio
+
+
 ROWS_PROG = """
 import torch, torch.nn.functional as F
 for rows, cols in ((64, 4096), (2048, 128), (2048, 4096)):

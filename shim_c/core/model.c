@@ -65,6 +65,28 @@ int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute,
     return 0;
 }
 
+/* A launch's compute and memory times at the device's rates, without the launch floor, where its bytes are
+ * known and its share of them tells how it moves to another card (profile.c, transfer): attention, an Inductor
+ * kernel whose extents were read, a D2D copy, a memset. 0 for other ops: an unannotated kernel's 16 bytes a
+ * thread is a guess that may be several times off either way, and a GEMM at few rows streams its weights at
+ * about the same fraction of either card's bandwidth, well below it (4096 x 4096 at 1-16 rows: 0.55 of the
+ * H200's, 0.62 of the H100's), so the share of its time the bandwidth needed understates how it slows (1.28x
+ * measured, 1.16x by its share; vLLM's decode steps on the H100 came out 1-5% shorter that way). */
+int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
+    *t_compute = 0;
+    switch (op->kind) {
+    case TW_OP_KERNEL:
+        if (op->ann.kind == TW_ANN_GEMM) return 0;
+        return tw_annotated_times(s, op, t_compute, t_memory);
+    case TW_OP_MEMCPY:
+        if (op->dir != TW_COPY_D2D) return 0;   /* host links: the roofline's ratio */
+        *t_memory = op->bytes / (s->mem_bw / 2);
+        return 1;
+    case TW_OP_MEMSET: *t_memory = op->bytes / s->mem_bw; return 1;
+    default: return 0;
+    }
+}
+
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op) {
     double floor = s->launch_floor_s;
     switch (op->kind) {

@@ -15,9 +15,8 @@
  * Unannotated kernels are keyed by name, grid and block (kern rows), except PyTorch's reductions and norms,
  * whose launch size does not tell their work: those are keyed by the row shape read from their arguments
  * (krow rows: outputs, inputs per output; kernel.c).
- * Measured times belong to the profiled GPU; on another GPU each is scaled by the ratio of the two GPUs'
- * rooflines for the same launch (its bound resource's rate), which is how the catalog's other GPUs are
- * predicted from H200 data. Results are cached per key, so a repeated launch costs one hash lookup.
+ * Measured times belong to the profiled GPU; on another GPU each is moved by the rates of what limited it
+ * (transfer, below), which is how the catalog's other GPUs are predicted from H200 data. Results are cached per key, so a repeated launch costs one hash lookup.
  */
 #define _GNU_SOURCE
 #include <math.h>
@@ -250,10 +249,34 @@ static double lerp_log(double x0, double y0, double x1, double y1, double x) {
     return exp(log(y0) + t * (log(y1) - log(y0)));
 }
 
-/* measured seconds on the profiled GPU -> seconds on spec, by the ratio of rooflines */
+/* Measured seconds on the profiled GPU -> seconds on spec. A measured time is split by what limited it on the
+ * profiled card: the share its memory traffic needed (memory time at the achievable bandwidth over the measured
+ * time, at most 1), the share its tensor work needed, and the rest (issue, latency, synchronisation: SM-bound
+ * work, scaled by SMs x clock). Each share moves with its own resource's rate, and they add as squares
+ * (TRANSFER_P): limits overlap, but a kernel near one of them slows with it before it is fully bound. Where
+ * the launch's bytes are not known (an unannotated kernel: tw_roofline_parts), the time is scaled by the
+ * ratio of the two rooflines, as every time was before 2026-12-05.
+ * Why: on the real H100 (the H200's die, SMs and clocks with 0.70x its memory bandwidth;
+ * predictors/data/h100/transfer_2026-12-05) kernels between the two limits did not take the bandwidth
+ * ratio. Microbenchmark rows that reached 0.4-0.6 of the H200's achievable bandwidth ran 1.07-1.10x their
+ * H200 time (GEMMs, elementwise ops), not 1.43x (a 128 x 28672 x 4096 GEMM +71%, bf16 softmax of 16-256 Mi
+ * elements +40-47% with the roofline ratio). Over the H200 and H100 tables' own ratios the square sum gives
+ * GEMMs median |error| 3.1% and p90 8.9% (the roofline ratio 3.3% / 13.3%), attention 2.0% / 7.4%
+ * (3.7% / 37%); cubes fit the elementwise rows a little better and those two a little worse. */
+#define TRANSFER_P 2.0
 static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured_s) {
     if (spec == profiled) return measured_s;
-    return measured_s * tw_roofline_s(spec, op) / tw_roofline_s(profiled, op);
+    double cp, mp, ct, mt;
+    if (measured_s <= 0 || !tw_roofline_parts(profiled, op, &cp, &mp) || !tw_roofline_parts(spec, op, &ct, &mt))
+        return measured_s * tw_roofline_s(spec, op) / tw_roofline_s(profiled, op);
+    double fm = fmin(1.0, mp / measured_s), fc = fmin(1.0, cp / measured_s);
+    double wm = pow(fm, TRANSFER_P), wc = pow(fc, TRANSFER_P), bound = wm + wc;
+    if (bound > 1) { wm /= bound; wc /= bound; bound = 1; }   /* both limits near: shares of one whole */
+    double sm = (double)profiled->sm_count * profiled->sm_clock_mhz / ((double)spec->sm_count * spec->sm_clock_mhz);
+    double r = (1 - bound) * pow(sm, TRANSFER_P);
+    if (wm > 0) r += wm * pow(mt / mp, TRANSFER_P);
+    if (wc > 0) r += wc * pow(ct / cp, TRANSFER_P);
+    return measured_s * pow(r, 1.0 / TRANSFER_P);
 }
 
 /* The three nearest measured shapes' efficiencies, kept sorted by distance; their inverse-distance

@@ -388,6 +388,8 @@ uint64_t tw_predict_ex(int dev, const tw_op *op, int *layer);
 double tw_roofline_s(const tw_gpu_spec *s, const tw_op *op);
 /* An annotated launch's (GEMM, attention) compute and memory times at the device's peak rates; 0 if neither. */
 int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory);
+/* its compute and memory times without the launch floor, where its bytes are known (0: not known) */
+int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory);
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
 /* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns. */
