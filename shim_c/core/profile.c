@@ -256,13 +256,14 @@ static double lerp_log(double x0, double y0, double x1, double y1, double x) {
  * (TRANSFER_P): limits overlap, but a kernel near one of them slows with it before it is fully bound. Where
  * the launch's bytes are not known (an unannotated kernel: tw_roofline_parts), the time is scaled by the
  * ratio of the two rooflines, as every time was before 2026-12-05.
- * Why: on the real H100 (the H200's die, SMs and clocks with 0.70x its memory bandwidth;
+ * Why: on the real H100 (the H200's die, SMs and clocks with 0.69x its memory bandwidth;
  * predictors/data/h100/transfer_2026-12-05) kernels between the two limits did not take the bandwidth
- * ratio. Microbenchmark rows that reached 0.4-0.6 of the H200's achievable bandwidth ran 1.07-1.10x their
- * H200 time (GEMMs, elementwise ops), not 1.43x (a 128 x 28672 x 4096 GEMM +71%, bf16 softmax of 16-256 Mi
- * elements +40-47% with the roofline ratio). Over the H200 and H100 tables' own ratios the square sum gives
- * GEMMs median |error| 3.1% and p90 8.9% (the roofline ratio 3.3% / 13.3%), attention 2.0% / 7.4%
- * (3.7% / 37%); cubes fit the elementwise rows a little better and those two a little worse. */
+ * ratio. Attention decodes whose memory needed half their H200 time ran 1.09x it, not 1.27x; microbenchmark
+ * rows at 0.4-0.6 of the H200's bandwidth ran 1.07-1.10x. Over the two cards' attention tables the square sum
+ * gives median |error| 2.0% and p90 7.4% (the roofline ratio 3.7% / 37%); emulated, the attention family's
+ * graph rows went from 3.3% / 13.8% to 1.8% / 6.8% and D2D copies' p90 from 16.9% to 9.7%. Cubes fit the
+ * elementwise rows a little better and attention a little worse. GEMMs stay with the roofline ratio
+ * (model.c, tw_roofline_parts). */
 #define TRANSFER_P 2.0
 static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured_s) {
     if (spec == profiled) return measured_s;
