@@ -16,7 +16,8 @@
  * whose launch size does not tell their work: those are keyed by the row shape read from their arguments
  * (krow rows: outputs, inputs per output; kernel.c).
  * Measured times belong to the profiled GPU; on another GPU each is moved by the rates of what limited it
- * (transfer, below), which is how the catalog's other GPUs are predicted from H200 data. Results are cached per key, so a repeated launch costs one hash lookup.
+ * (transfer, below), which is how the catalog's other GPUs are predicted from H200 data. Results are cached
+ * per key, so a repeated launch costs one hash lookup.
  */
 #define _GNU_SOURCE
 #include <math.h>
