@@ -159,6 +159,41 @@ def test_the_h100_slows_a_kernel_by_the_share_of_its_time_its_memory_needed():
     assert 0.97 < ratio["prefill_2048"] < 1.05, ratio
 
 
+EW_PROG = """
+import json, torch, torch.nn.functional as F
+
+def graph_us(fn):
+    fn()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        with torch.cuda.graph(g):
+            for _ in range(10):
+                fn()
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    g.replay(); e0.record(); g.replay(); e1.record()
+    torch.cuda.synchronize()
+    return e0.elapsed_time(e1) * 1e3 / 10
+
+xb = torch.randn(1 << 26, device="cuda", dtype=torch.bfloat16)
+xf, yf = (torch.randn(1 << 26, device="cuda") for _ in range(2))
+print(json.dumps({"gelu_bf16": graph_us(lambda: F.gelu(xb)), "mul_fp32": graph_us(lambda: xf * yf)}))
+"""
+
+
+def test_pytorchs_elementwise_kernels_move_to_the_h100_by_their_tensors_bytes():
+    # PyTorch's elementwise kernels are unannotated; their element count and types (kernel.c) give the bytes
+    # the transfer splits their time by. Measured H100 / H200 at 2^26 elements (transfer_2026-12-05 against
+    # graph_nocupti_2026-12-04): bf16 GELU 1.07 (it reaches 0.69 of the H200's bandwidth; the roofline ratio
+    # gave 1.43), fp32 mul 1.43 (memory-bound)
+    runs = {gpu: run_emulated(EW_PROG, gpu=gpu) for gpu in ("H200", "H100")}
+    for gpu, run in runs.items():
+        assert run.rc == 0, (gpu, run.stderr[-3000:])
+    ratio = {k: runs["H100"].result[k] / v for k, v in runs["H200"].result.items()}
+    assert 1.0 < ratio["gelu_bf16"] < 1.32, ratio
+    assert 1.35 < ratio["mul_fp32"] < 1.5, ratio
+
+
 ROWS_PROG = """
 import torch, torch.nn.functional as F
 for rows, cols in ((64, 4096), (2048, 128), (2048, 4096)):

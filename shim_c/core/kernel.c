@@ -83,7 +83,8 @@ int tw_kernel_valid(const void *p) {
 }
 
 /* ---------------------------------------------------------------- row shapes from launch arguments */
-enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM, ROW_INDUCTOR_POINTWISE, ROW_INDUCTOR_REDUCTION };
+enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM, ROW_INDUCTOR_POINTWISE, ROW_INDUCTOR_REDUCTION,
+       ROW_ELEMENTWISE };
 
 /* The cudaDataType_t of the first element type a CUTLASS kernel's name spells (its A operand's, then its
  * output's after that point), -1 when none of these. */
@@ -103,8 +104,40 @@ static int cutlass_type(const char *p, const char **after) {
     return type;
 }
 
+/* PyTorch's vectorized and unrolled elementwise kernels, (int N, functor, std::array<char*, K>, ...): the bytes
+ * one element moves, K tensors of the first element type named in the functor (a cast's input type: a guess
+ * within 2x, which the transfer caps). 0 where the name does not tell. */
+static int elementwise_elem_bytes(const char *p) {
+    static const struct { const char *t; int size; } types[] = {
+        {"c10::BFloat16", 2}, {"c10::Half", 2}, {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1},
+        {"c10::complex<float>", 8}, {"float", 4}, {"double", 8}, {"long", 8}, {"int", 4}, {"short", 2},
+        {"bool", 1}, {"unsigned char", 1}, {"signed char", 1}};
+    const char *arr = strstr(p, "std::array<char*, ");
+    if (!arr) return 0;
+    int tensors = atoi(arr + 18);
+    const char *best = NULL;
+    int size = 0;
+    for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
+        size_t n = strlen(types[i].t);
+        for (const char *q = strstr(p, types[i].t); q && q < arr; q = strstr(q + 1, types[i].t)) {
+            char before = q > p ? q[-1] : ' ', after = q[n];   /* a whole type name, not part of another */
+            if ((before == '<' || before == '(' || before == ' ' || before == ',') &&
+                (after == '>' || after == ')' || after == ',' || after == ' ')) {
+                if (!best || q < best) { best = q; size = types[i].size; }
+                break;
+            }
+        }
+    }
+    return tensors > 0 && size > 0 ? tensors * size : 0;
+}
+
 static int row_class(tw_kernel *k) {
     const char *p = k->pretty;
+    if (!strncmp(p, "void at::native::vectorized_elementwise_kernel<", 47) ||
+        !strncmp(p, "void at::native::unrolled_elementwise_kernel<", 45)) {
+        k->ew_elem_bytes = elementwise_elem_bytes(p);
+        return k->ew_elem_bytes ? ROW_ELEMENTWISE : ROW_NONE;
+    }
     if (!strncmp(p, "triton_poi_", 11)) return ROW_INDUCTOR_POINTWISE;
     if (!strncmp(p, "triton_red_", 11) || !strncmp(p, "triton_per_", 11)) return ROW_INDUCTOR_REDUCTION;
     if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
@@ -273,5 +306,9 @@ void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_siz
         cutlass_gemm(k, args[0], &op->ann);
     } else if (rc == ROW_INDUCTOR_POINTWISE || rc == ROW_INDUCTOR_REDUCTION) {
         inductor_shape(k, op, args, param_size, n_params, rc == ROW_INDUCTOR_REDUCTION);
+    } else if (rc == ROW_ELEMENTWISE) {
+        int32_t n;
+        memcpy(&n, args[0], sizeof n);
+        if (n > 0) op->ew_bytes = (double)n * k->ew_elem_bytes;
     }
 }

@@ -67,8 +67,9 @@ int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute,
 
 /* A launch's compute and memory times at the device's rates, without the launch floor, where its bytes are
  * known and its share of them tells how it moves to another card (profile.c, transfer): attention, an Inductor
- * kernel whose extents were read, a D2D copy, a memset. 0 for other ops: an unannotated kernel's 16 bytes a
- * thread is a guess that may be several times off either way, and a GEMM at few rows streams its weights at
+ * kernel whose extents were read, PyTorch's elementwise kernels (their element count and types: kernel.c), a
+ * D2D copy, a memset. 0 for other ops: another unannotated kernel's 16 bytes a thread is a guess that may be
+ * several times off either way, and a GEMM at few rows streams its weights at
  * about the same fraction of either card's bandwidth, well below it (4096 x 4096 at 1-16 rows: 0.55 of the
  * H200's, 0.62 of the H100's), so the share of its time the bandwidth needed understates how it slows (1.28x
  * measured, 1.16x by its share). Over the microbenchmark's GEMM rows on the H100 the roofline ratio gave
@@ -78,7 +79,10 @@ int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, 
     switch (op->kind) {
     case TW_OP_KERNEL:
         if (op->ann.kind == TW_ANN_GEMM) return 0;
-        return tw_annotated_times(s, op, t_compute, t_memory);
+        if (tw_annotated_times(s, op, t_compute, t_memory)) return 1;
+        if (op->ann.kind != TW_ANN_NONE || op->ew_bytes <= 0) return 0;
+        *t_memory = op->ew_bytes / s->mem_bw;   /* PyTorch's elementwise kernels: their tensors' bytes */
+        return 1;
     case TW_OP_MEMCPY:
         if (op->dir != TW_COPY_D2D) return 0;   /* host links: the roofline's ratio */
         *t_memory = op->bytes / (s->mem_bw / 2);
