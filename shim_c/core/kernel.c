@@ -104,22 +104,17 @@ static int cutlass_type(const char *p, const char **after) {
     return type;
 }
 
-/* PyTorch's vectorized and unrolled elementwise kernels, (int N, functor, std::array<char*, K>, ...): the bytes
- * one element moves, K tensors of the first element type named in the functor (a cast's input type: a guess
- * within 2x, which the transfer caps). 0 where the name does not tell. */
-static int elementwise_elem_bytes(const char *p) {
+/* The size of the first element type named in p before `until` (NULL: anywhere), 0 when none is. */
+static int first_type_size(const char *p, const char *until) {
     static const struct { const char *t; int size; } types[] = {
         {"c10::BFloat16", 2}, {"c10::Half", 2}, {"c10::Float8_e4m3fn", 1}, {"c10::Float8_e5m2", 1},
         {"c10::complex<float>", 8}, {"float", 4}, {"double", 8}, {"long", 8}, {"int", 4}, {"short", 2},
         {"bool", 1}, {"unsigned char", 1}, {"signed char", 1}};
-    const char *arr = strstr(p, "std::array<char*, ");
-    if (!arr) return 0;
-    int tensors = atoi(arr + 18);
     const char *best = NULL;
     int size = 0;
     for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
         size_t n = strlen(types[i].t);
-        for (const char *q = strstr(p, types[i].t); q && q < arr; q = strstr(q + 1, types[i].t)) {
+        for (const char *q = strstr(p, types[i].t); q && (!until || q < until); q = strstr(q + 1, types[i].t)) {
             char before = q > p ? q[-1] : ' ', after = q[n];   /* a whole type name, not part of another */
             if ((before == '<' || before == '(' || before == ' ' || before == ',') &&
                 (after == '>' || after == ')' || after == ',' || after == ' ')) {
@@ -128,7 +123,16 @@ static int elementwise_elem_bytes(const char *p) {
             }
         }
     }
-    return tensors > 0 && size > 0 ? tensors * size : 0;
+    return size;
+}
+
+/* PyTorch's vectorized and unrolled elementwise kernels, (int N, functor, std::array<char*, K>, ...): the bytes
+ * one element moves, K tensors of the first element type named in the functor (a cast's input type: a guess
+ * within 2x, which the transfer caps). 0 where the name does not tell. */
+static int elementwise_elem_bytes(const char *p) {
+    const char *arr = strstr(p, "std::array<char*, ");
+    int tensors = arr ? atoi(arr + 18) : 0;
+    return tensors > 0 ? tensors * first_type_size(p, arr) : 0;
 }
 
 static int row_class(tw_kernel *k) {
@@ -140,7 +144,11 @@ static int row_class(tw_kernel *k) {
     }
     if (!strncmp(p, "triton_poi_", 11)) return ROW_INDUCTOR_POINTWISE;
     if (!strncmp(p, "triton_red_", 11) || !strncmp(p, "triton_per_", 11)) return ROW_INDUCTOR_REDUCTION;
-    if (!strncmp(p, "void at::native::reduce_kernel<", 31)) return ROW_REDUCE;
+    if (!strncmp(p, "void at::native::reduce_kernel<", 31)) {
+        const char *op = strstr(p, "ReduceOp<");   /* ReduceOp<scalar_t, ...>: the input's element type */
+        k->ew_elem_bytes = op ? first_type_size(op, NULL) : 0;
+        return ROW_REDUCE;
+    }
     /* CUTLASS 3 GEMMs launched by libraries' own code (vLLM's fp8/int8 scaled_mm): the kernel is
      * device_kernel<GemmKernel>(Params), and a quantized A operand's type is in its name. Grouped and
      * pointer-array GEMMs (MoE experts) keep their shapes in device memory: left to the launch size. */
@@ -301,7 +309,10 @@ void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_siz
         memcpy(&n, args[0], sizeof n);
         if (n > 0) { op->rows[0] = (int64_t)op->grid[0] * op->grid[1] * op->grid[2]; op->rows[1] = n; }
     } else if (rc == ROW_REDUCE) {
-        reduce_config(args[0], op->block, op->rows);
+        /* its bytes, for the transfer: the input read once, one element written per output (the config's
+         * element size is the accumulator's: an argmax's value and index) */
+        if (reduce_config(args[0], op->block, op->rows) && k->ew_elem_bytes)
+            op->ew_bytes = (double)op->rows[0] * (op->rows[1] + 1) * k->ew_elem_bytes;
     } else if (rc == ROW_CUTLASS_GEMM && op->ann.kind == TW_ANN_NONE) {
         cutlass_gemm(k, args[0], &op->ann);
     } else if (rc == ROW_INDUCTOR_POINTWISE || rc == ROW_INDUCTOR_REDUCTION) {

@@ -67,10 +67,10 @@ int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute,
 
 /* A launch's compute and memory times at the device's rates, without the launch floor, where its bytes are
  * known and its share of them tells how it moves to another card (profile.c, transfer): attention, an Inductor
- * kernel whose extents were read, PyTorch's elementwise kernels (their element count and types: kernel.c), a
- * D2D copy, a memset. 0 for other ops: another unannotated kernel's 16 bytes a thread is a guess that may be
- * several times off either way, and a GEMM at few rows streams its weights at
- * about the same fraction of either card's bandwidth, well below it (4096 x 4096 at 1-16 rows: 0.55 of the
+ * kernel whose extents were read, PyTorch's elementwise kernels and reductions (their element counts and
+ * types: kernel.c), a D2D copy, a memset. 0 for other ops: another unannotated kernel's 16 bytes a thread is a
+ * guess that may be several times off either way, and a GEMM at few rows streams its weights at about the same
+ * fraction of either card's bandwidth, well below it (4096 x 4096 at 1-16 rows: 0.55 of the
  * H200's, 0.62 of the H100's), so the share of its time the bandwidth needed understates how it slows (1.28x
  * measured, 1.16x by its share). Over the microbenchmark's GEMM rows on the H100 the roofline ratio gave
  * median |error| 2.5% and p90 9.7%, the shares 3.1% / 10.1%. */

@@ -244,8 +244,8 @@ typedef struct tw_kernel {
     int step_class;          /* step.c's classification of the kernel, cached (0: not yet) */
     int row_class;           /* kernel.c's: how its arguments give a row shape, cached (0: not yet) */
     int gemm_types;          /* kernel.c's, for a CUTLASS GEMM: A's cudaDataType | output's << 8, from its name */
-    int ew_elem_bytes;       /* kernel.c's, for PyTorch's elementwise kernels: bytes each element moves over all
-                              * its tensors (its element type's size x the tensors), from its name */
+    int ew_elem_bytes;       /* kernel.c's, from its name: for PyTorch's elementwise kernels the bytes each element
+                              * moves over all its tensors, for its reductions the input's element size */
     /* kernel.c's, for an Inductor Triton kernel: the autotuning configs seen launched under this name (block
      * threads and the XBLOCK elements each block covers), so that rows measured with one config time another */
     int nconfigs;
@@ -279,8 +279,8 @@ typedef struct tw_op {
     uint32_t shmem;
     int64_t rows[2];          /* (outputs, inputs per output) of a row kernel (tw_kernel_row_shape); 0: unknown */
     int ptr_args;             /* an Inductor Triton kernel's tensor (pointer) arguments; 0: unknown */
-    double ew_bytes;          /* a PyTorch elementwise kernel's bytes (element count x ew_elem_bytes), for the
-                               * transfer to another GPU only (profile.c); 0: unknown */
+    double ew_bytes;          /* a PyTorch elementwise kernel's or reduction's bytes (element count x element
+                               * size), for the transfer to another GPU only (profile.c); 0: unknown */
     tw_annotation ann;
     /* memcpy/memset */
     tw_copy_dir dir;
