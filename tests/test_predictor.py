@@ -177,17 +177,19 @@ def graph_us(fn):
 
 xb = torch.randn(1 << 26, device="cuda", dtype=torch.bfloat16)
 xf, yf = (torch.randn(1 << 26, device="cuda") for _ in range(2))
+rows = xb.view(-1, 4096)
 print(json.dumps({"gelu_bf16": graph_us(lambda: F.gelu(xb)), "mul_fp32": graph_us(lambda: xf * yf),
-                  "sum_fp32": graph_us(lambda: xf.sum())}))
+                  "sum_fp32": graph_us(lambda: xf.sum()), "softmax_bf16": graph_us(lambda: rows.softmax(-1))}))
 """
 
 
 def test_pytorchs_elementwise_kernels_move_to_the_h100_by_their_tensors_bytes():
-    # PyTorch's elementwise kernels and reductions are unannotated; their element counts and types (kernel.c)
+    # PyTorch's elementwise kernels, reductions and softmax are unannotated; their element counts and types (kernel.c)
     # give the bytes the transfer splits their time by. Measured H100 / H200 at 2^26 elements
     # (transfer_2026-12-05 against graph_nocupti_2026-12-04): bf16 GELU 1.07 (it reaches 0.69 of the H200's
     # bandwidth; the roofline ratio gave 1.41), fp32 mul 1.43 (memory-bound), fp32 sum 1.32 (0.82 of the
-    # bandwidth; the roofline ratio, on its launch size, gave 1.17)
+    # bandwidth; the roofline ratio, on its launch size, gave 1.17), bf16 softmax over rows of 4096 1.00
+    # (0.29 of the bandwidth; the roofline ratio gave 1.44)
     runs = {gpu: run_emulated(EW_PROG, gpu=gpu) for gpu in ("H200", "H100")}
     for gpu, run in runs.items():
         assert run.rc == 0, (gpu, run.stderr[-3000:])
@@ -195,6 +197,7 @@ def test_pytorchs_elementwise_kernels_move_to_the_h100_by_their_tensors_bytes():
     assert 1.0 < ratio["gelu_bf16"] < 1.32, ratio
     assert 1.35 < ratio["mul_fp32"] < 1.5, ratio
     assert 1.22 < ratio["sum_fp32"] < 1.45, ratio
+    assert 0.97 < ratio["softmax_bf16"] < 1.15, ratio
 
 
 ROWS_PROG = """

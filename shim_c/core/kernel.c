@@ -84,7 +84,7 @@ int tw_kernel_valid(const void *p) {
 
 /* ---------------------------------------------------------------- row shapes from launch arguments */
 enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM, ROW_INDUCTOR_POINTWISE, ROW_INDUCTOR_REDUCTION,
-       ROW_ELEMENTWISE };
+       ROW_ELEMENTWISE, ROW_SOFTMAX };
 
 /* The cudaDataType_t of the first element type a CUTLASS kernel's name spells (its A operand's, then its
  * output's after that point), -1 when none of these. */
@@ -144,6 +144,16 @@ static int row_class(tw_kernel *k) {
     }
     if (!strncmp(p, "triton_poi_", 11)) return ROW_INDUCTOR_POINTWISE;
     if (!strncmp(p, "triton_red_", 11) || !strncmp(p, "triton_per_", 11)) return ROW_INDUCTOR_REDUCTION;
+    /* cunn_SoftMaxForward<ILP, scalar_t, acc_t, out_t, Epilogue>(out_t*, scalar_t const*, int classes) and its
+     * Smem and Reg forms (a long `classes`): one block per row of `classes` elements, read once and written
+     * once. Its bytes are for the transfer only. */
+    if (strstr(p, "at::native::(anonymous namespace)::cunn_SoftMaxForward<") ||
+        strstr(p, "at::native::(anonymous namespace)::cunn_SoftMaxForwardSmem<") ||
+        strstr(p, "at::native::(anonymous namespace)::cunn_SoftMaxForwardReg<")) {
+        const char *t = strchr(p, '<');
+        k->ew_elem_bytes = t ? 2 * first_type_size(t, strchr(t, '(')) : 0;
+        return k->ew_elem_bytes ? ROW_SOFTMAX : ROW_NONE;
+    }
     if (!strncmp(p, "void at::native::reduce_kernel<", 31)) {
         const char *op = strstr(p, "ReduceOp<");   /* ReduceOp<scalar_t, ...>: the input's element type */
         k->ew_elem_bytes = op ? first_type_size(op, NULL) : 0;
@@ -317,6 +327,11 @@ void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_siz
         cutlass_gemm(k, args[0], &op->ann);
     } else if (rc == ROW_INDUCTOR_POINTWISE || rc == ROW_INDUCTOR_REDUCTION) {
         inductor_shape(k, op, args, param_size, n_params, rc == ROW_INDUCTOR_REDUCTION);
+    } else if (rc == ROW_SOFTMAX && args[2]) {
+        int32_t classes;   /* int, or the low half of a long (little-endian) */
+        memcpy(&classes, args[2], sizeof classes);
+        if (classes > 0)
+            op->ew_bytes = (double)op->grid[0] * op->grid[1] * op->grid[2] * classes * k->ew_elem_bytes;
     } else if (rc == ROW_ELEMENTWISE) {
         int32_t n;
         memcpy(&n, args[0], sizeof n);
