@@ -10,22 +10,27 @@ from conftest import run_emulated
 
 PROFILE = pathlib.Path(__file__).parents[1] / "predictors/data/h200/profile.tsv"
 
-# a program's helper: us per F.linear(x, w), from a CUDA graph of 10 replayed twice back to back
-LINEAR_US = """
+# a program's helper: us per call of fn, from a CUDA graph of 10 calls replayed twice back to back
+GRAPH_US = """
 import json, sys, torch, torch.nn.functional as F
 
-def linear_us(x, w):
-    F.linear(x, w)
+def graph_us(fn):
+    fn()
     g = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):
         with torch.cuda.graph(g):
             for _ in range(10):
-                F.linear(x, w)
+                fn()
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     g.replay(); e0.record(); g.replay(); e1.record()   # the second replay starts when the first ends
     torch.cuda.synchronize()
     return e0.elapsed_time(e1) * 1e3 / 10
+"""
+
+LINEAR_US = GRAPH_US + """
+def linear_us(x, w):
+    return graph_us(lambda: F.linear(x, w))
 """
 
 PROG = LINEAR_US + """
@@ -122,23 +127,19 @@ def test_other_gpus_are_scaled_from_the_h200(h200):
     assert 2.0 < a100["1024"] / h200["1024"] < 4.0
 
 
-H100_PROG = """
-import json, torch, torch.nn.functional as F
+def h100_over_h200(prog: str) -> dict:
+    """Each figure the program prints, emulated on the H100 over emulated on the H200."""
+    runs = {gpu: run_emulated(prog, gpu=gpu) for gpu in ("H200", "H100")}
+    for gpu, run in runs.items():
+        assert run.rc == 0, (gpu, run.stderr[-3000:])
+    return {k: runs["H100"].result[k] / v for k, v in runs["H200"].result.items()}
 
+
+H100_PROG = GRAPH_US + """
 def sdpa_us(b, q_len, kv_len):
     q = torch.randn(b, 32, q_len, 128, device="cuda", dtype=torch.bfloat16)
     k, v = (torch.randn(b, 8, kv_len, 128, device="cuda", dtype=torch.bfloat16) for _ in range(2))
-    F.scaled_dot_product_attention(q, k, v, is_causal=q_len > 1, enable_gqa=True)
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        with torch.cuda.graph(g):
-            for _ in range(10):
-                F.scaled_dot_product_attention(q, k, v, is_causal=q_len > 1, enable_gqa=True)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    g.replay(); e0.record(); g.replay(); e1.record()
-    torch.cuda.synchronize()
-    return e0.elapsed_time(e1) * 1e3 / 10
+    return graph_us(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=q_len > 1, enable_gqa=True))
 
 print(json.dumps({"decode_4x1024": sdpa_us(4, 1, 1024), "decode_64x8192": sdpa_us(64, 1, 8192),
                   "prefill_2048": sdpa_us(1, 2048, 2048)}))
@@ -150,31 +151,13 @@ def test_the_h100_slows_a_kernel_by_the_share_of_its_time_its_memory_needed():
     # decode of 4 x 1024 1.09 (its memory needed half its time on the H200; the ratio of rooflines gave
     # 1.27), of 64 x 8192 1.48 (memory-bound: the bandwidths' ratio, 1.44), a causal prefill of 2048 1.00
     # (tensor-bound; the two cards share SMs and clocks)
-    runs = {gpu: run_emulated(H100_PROG, gpu=gpu) for gpu in ("H200", "H100")}
-    for gpu, run in runs.items():
-        assert run.rc == 0, (gpu, run.stderr[-3000:])
-    ratio = {k: runs["H100"].result[k] / v for k, v in runs["H200"].result.items()}
+    ratio = h100_over_h200(H100_PROG)
     assert 1.0 < ratio["decode_4x1024"] < 1.18, ratio
     assert 1.3 < ratio["decode_64x8192"] < 1.5, ratio
     assert 0.97 < ratio["prefill_2048"] < 1.05, ratio
 
 
-EW_PROG = """
-import json, torch, torch.nn.functional as F
-
-def graph_us(fn):
-    fn()
-    g = torch.cuda.CUDAGraph()
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):
-        with torch.cuda.graph(g):
-            for _ in range(10):
-                fn()
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    g.replay(); e0.record(); g.replay(); e1.record()
-    torch.cuda.synchronize()
-    return e0.elapsed_time(e1) * 1e3 / 10
-
+EW_PROG = GRAPH_US + """
 xb = torch.randn(1 << 26, device="cuda", dtype=torch.bfloat16)
 xf, yf = (torch.randn(1 << 26, device="cuda") for _ in range(2))
 rows = xb.view(-1, 4096)
@@ -184,16 +167,13 @@ print(json.dumps({"gelu_bf16": graph_us(lambda: F.gelu(xb)), "mul_fp32": graph_u
 
 
 def test_pytorchs_elementwise_kernels_move_to_the_h100_by_their_tensors_bytes():
-    # PyTorch's elementwise kernels, reductions and softmax are unannotated; their element counts and types (kernel.c)
-    # give the bytes the transfer splits their time by. Measured H100 / H200 at 2^26 elements
+    # PyTorch's elementwise kernels, reductions and softmax are unannotated; their element counts and types
+    # (kernel.c) give the bytes the transfer splits their time by. Measured H100 / H200 at 2^26 elements
     # (transfer_2026-12-05 against graph_nocupti_2026-12-04): bf16 GELU 1.07 (it reaches 0.69 of the H200's
     # bandwidth; the roofline ratio gave 1.41), fp32 mul 1.43 (memory-bound), fp32 sum 1.32 (0.82 of the
     # bandwidth; the roofline ratio, on its launch size, gave 1.17), bf16 softmax over rows of 4096 1.00
     # (0.29 of the bandwidth; the roofline ratio gave 1.44)
-    runs = {gpu: run_emulated(EW_PROG, gpu=gpu) for gpu in ("H200", "H100")}
-    for gpu, run in runs.items():
-        assert run.rc == 0, (gpu, run.stderr[-3000:])
-    ratio = {k: runs["H100"].result[k] / v for k, v in runs["H200"].result.items()}
+    ratio = h100_over_h200(EW_PROG)
     assert 1.0 < ratio["gelu_bf16"] < 1.32, ratio
     assert 1.35 < ratio["mul_fp32"] < 1.5, ratio
     assert 1.22 < ratio["sum_fp32"] < 1.45, ratio
