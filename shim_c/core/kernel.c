@@ -84,7 +84,7 @@ int tw_kernel_valid(const void *p) {
 
 /* ---------------------------------------------------------------- row shapes from launch arguments */
 enum { ROW_NONE = 1, ROW_LAYER_NORM, ROW_REDUCE, ROW_CUTLASS_GEMM, ROW_INDUCTOR_POINTWISE, ROW_INDUCTOR_REDUCTION,
-       ROW_ELEMENTWISE, ROW_SOFTMAX };
+       ROW_ELEMENTWISE, ROW_SOFTMAX, ROW_CAST };
 
 /* The cudaDataType_t of the first element type a CUTLASS kernel's name spells (its A operand's, then its
  * output's after that point), -1 when none of these. */
@@ -127,19 +127,54 @@ static int first_type_size(const char *p, const char *until) {
 }
 
 /* PyTorch's vectorized and unrolled elementwise kernels, (int N, functor, std::array<char*, K>, ...): the bytes
- * one element moves, K tensors of the first element type named in the functor (a cast's input type: a guess
- * within 2x, which the transfer caps). 0 where the name does not tell. */
+ * one element moves, K tensors of the first element type named in the functor; a cast to bf16 or fp16 names
+ * its input's type and its kernel the output's (casts that convert as they load: cast_elem_bytes). 0 where the
+ * name does not tell. */
 static int elementwise_elem_bytes(const char *p) {
     const char *arr = strstr(p, "std::array<char*, ");
-    int tensors = arr ? atoi(arr + 18) : 0;
-    return tensors > 0 ? tensors * first_type_size(p, arr) : 0;
+    int tensors = arr ? atoi(arr + 18) : 0, in = first_type_size(p, arr);
+    if (tensors == 2 && strstr(p, "::bfloat16_copy_kernel_cuda(")) return in + 2;   /* a cast to bf16: in, out */
+    if (tensors == 2 && strstr(p, "::float16_copy_kernel_cuda(")) return in + 2;
+    return tensors > 0 ? tensors * in : 0;
+}
+
+/* An elementwise kernel that casts as it loads and stores (unrolled_elementwise_kernel<..., LoadWithCast<K>,
+ * StoreWithCast<1>>(int N, f, data, ic, oc, loader, storer)): each tensor's element size is in the loader and
+ * storer, {ScalarType dtypes[K]; uint32_t element_sizes[K]}; K is read from the name (the kernels' parameter
+ * sizes are not known here). 0 when a size is not one of an element's. */
+static int cast_elem_bytes(void *const *args, int loads) {
+    int bytes = 0;
+    for (int a = 5; a <= 6; a++) {
+        uint32_t k = a == 5 ? (uint32_t)loads : 1, off = (k + 3) & ~3u;
+        if (!args[a]) return 0;
+        for (uint32_t i = 0; i < k; i++) {
+            uint32_t sz;
+            memcpy(&sz, (const char *)args[a] + off + 4 * i, sizeof sz);
+            if (sz != 1 && sz != 2 && sz != 4 && sz != 8 && sz != 16) return 0;
+            bytes += (int)sz;
+        }
+    }
+    return bytes;
 }
 
 static int row_class(tw_kernel *k) {
     const char *p = k->pretty;
     if (!strncmp(p, "void at::native::vectorized_elementwise_kernel<", 47) ||
         !strncmp(p, "void at::native::unrolled_elementwise_kernel<", 45)) {
+        const char *ld = strstr(p, "LoadWithCast<");
+        if (ld && strstr(p, "StoreWithCast<1>")) {   /* ew_elem_bytes: here the loader's K */
+            k->ew_elem_bytes = atoi(ld + 13);
+            return k->ew_elem_bytes > 0 && k->ew_elem_bytes <= 8 ? ROW_CAST : ROW_NONE;
+        }
         k->ew_elem_bytes = elementwise_elem_bytes(p);
+        return k->ew_elem_bytes ? ROW_ELEMENTWISE : ROW_NONE;
+    }
+    /* PyTorch's generic elementwise kernel (elementwise_kernel<nt, vt, lambda>(int N, lambda)), which runs
+     * broadcast and strided binary ops: the output and one input are counted, as a broadcast operand is
+     * small (a norm's per-row scale); a strided one is read in full and undercounted. */
+    const char *bf = strstr(p, "gpu_kernel_impl_nocast<at::native::BinaryFunctor<");
+    if (!strncmp(p, "void at::native::elementwise_kernel<", 36) && bf) {
+        k->ew_elem_bytes = 2 * first_type_size(bf + 49, NULL);
         return k->ew_elem_bytes ? ROW_ELEMENTWISE : ROW_NONE;
     }
     if (!strncmp(p, "triton_poi_", 11)) return ROW_INDUCTOR_POINTWISE;
@@ -332,6 +367,11 @@ void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_siz
         memcpy(&classes, args[2], sizeof classes);
         if (classes > 0)
             op->ew_bytes = (double)op->grid[0] * op->grid[1] * op->grid[2] * classes * k->ew_elem_bytes;
+    } else if (rc == ROW_CAST) {
+        int32_t n;
+        memcpy(&n, args[0], sizeof n);
+        int b = cast_elem_bytes(args, k->ew_elem_bytes);
+        if (n > 0 && b > 0) op->ew_bytes = (double)n * b;
     } else if (rc == ROW_ELEMENTWISE) {
         int32_t n;
         memcpy(&n, args[0], sizeof n);
