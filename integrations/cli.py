@@ -207,6 +207,9 @@ def gpus() -> None:
         cells = [c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths))]
         click.echo("  ".join(cells).rstrip())
     click.echo("\n* default. Rates are achievable ones (what the analytical model uses), not datasheet peaks.")
+    click.echo("\nAccuracy:")
+    for key, g in cat.gpus.items():
+        click.echo(f"  {key}: {g.accuracy or 'not stated'}")
 
 
 @cli.command("env")

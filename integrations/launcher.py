@@ -598,6 +598,15 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
     return coord, {**coord.env(), "TIMEWARP_TOPOLOGY": topology}
 
 
+def gpu_accuracy(gpu: str) -> str:
+    """The catalog's statement of what the predictions for this GPU were checked against ('' if none)."""
+    from timewarp.predictors import catalog
+    try:
+        return catalog.get(gpu).accuracy
+    except catalog.CatalogError:
+        return ""
+
+
 def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.PathLike | None = None,
            trace: str | os.PathLike | None = None, strict: bool = False, gpu_name: str | None = None,
            summary: bool = True, topology: str = "", join: str | None = None, listen: str | None = None,
@@ -653,6 +662,9 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                     n = pace["native"]
                     lines.append(f"  native pace: marked native code (a tokenizer's) charged x{n['mean']:.2f} on "
                                  f"average (p10 {n['p10']:.2f}, p90 {n['p90']:.2f})")
+            accuracy = gpu_accuracy(gpu)
+            if lines and accuracy:
+                lines.append(f"  accuracy on this GPU: {accuracy}")
             if lines and expired and env.get("TIMEWARP_MSG_LOG") == "1":
                 # a channel read without a wait (a blocking recv, a read of data already there) is never
                 # marked seen: its hold runs out too, so this counts more than readers that ran late

@@ -245,8 +245,11 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     except (OSError, ValueError, KeyError):
         virtual_ready = None
     print(format_result(results, watch, total, virtual_ready, gpu_name))
+    from timewarp.integrations.launcher import gpu_accuracy
     for note in emulator_notes(spec.serve_log) + coverage_notes(report):
         print(f"  note: {note}")
+    if gpu_accuracy(gpu):
+        print(f"  accuracy on this GPU: {gpu_accuracy(gpu)}")
     print(f"  logs and result JSON: {spec.workdir}")
     return 0
 

@@ -29,7 +29,7 @@ UUID_MAGIC = b"timewarp"
 
 # Keys of a [gpu.X] table that hold tables or bookkeeping rather than overridable values.
 _TABLES = ("props", "attrs", "rates", "nvml")
-_META = ("base", "source", "description", "sources")
+_META = ("base", "source", "description", "sources", "accuracy")
 _RATE_KEYS = (
     "bf16_flops", "fp16_flops", "fp8_flops", "fp32_flops", "hbm_bytes_per_s", "pcie_bytes_per_s", "launch_floor_s",
     "peak_bf16_flops", "peak_fp8_flops", "peak_fp32_flops", "peak_hbm_bytes_per_s",
@@ -67,6 +67,7 @@ class GpuSpec:
     board_part: str
     vbios: str
     sources: Mapping[str, str] = field(default_factory=dict)
+    accuracy: str = ""                # what its predictions were checked against, and the error to expect
 
     # -- the facts most callers want
     @property
@@ -274,6 +275,7 @@ def _build(key: str, doc: dict, ids: Mapping[str, int], aliases: Mapping[str, st
             board_part=str(m["board_part"]),
             vbios=str(m["vbios"]),
             sources=dict(own.get("sources", {})),
+            accuracy=str(own.get("accuracy", "")),   # the entry's own: a derived card was checked apart
         )
     except KeyError as e:
         raise CatalogError(f"gpu.{key}: missing key {e.args[0]!r}") from None

@@ -1,5 +1,6 @@
 """Bad input at the launcher: unknown GPUs, missing commands."""
 import subprocess
+import sys
 
 import pytest
 
@@ -37,6 +38,24 @@ def test_gpus_lists_the_catalog():
     p = subprocess.run(timewarp_cmd("gpus"), capture_output=True, text=True)
     assert p.returncode == 0
     assert "NVIDIA H200" in p.stdout and "B200" in p.stdout
+
+
+def test_each_gpu_says_what_its_predictions_were_checked_against():
+    # a user choosing a card must know whether its figures were checked on that card: the H200 is the
+    # profiled card, the H100 was checked by transfer, the A100 and B200 never were
+    p = subprocess.run(timewarp_cmd("gpus"), capture_output=True, text=True)
+    assert p.returncode == 0
+    listed = dict(line.strip().split(": ", 1) for line in p.stdout.split("Accuracy:")[1].splitlines() if line.strip())
+    assert set(listed) == {"H200", "H100", "A100", "B200"}
+    assert "profiled card" in listed["H200"] and "checked on a real H100" in listed["H100"]
+    for key in ("A100", "B200"):
+        assert f"never checked on a real {key}" in listed[key]
+    prog = "import torch; torch.ones(1 << 20, device='cuda').sum().item()"
+    for key, said in (("A100", "never checked on a real A100"), ("H200", "the profiled card")):
+        r = subprocess.run(timewarp_cmd("run", "--gpu", key, "--", sys.executable, "-c", prog), capture_output=True,
+                           text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-2000:]
+        assert "accuracy on this GPU: " in r.stderr and said in r.stderr, r.stderr[-2000:]
 
 
 def test_a_missing_redirector_is_explained():
