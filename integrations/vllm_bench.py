@@ -248,8 +248,9 @@ def run_benchmark(spec: Spec, gpu: str, gpu_name: str, launch) -> int:
     from timewarp.integrations.launcher import gpu_accuracy
     for note in emulator_notes(spec.serve_log) + coverage_notes(report):
         print(f"  note: {note}")
-    if gpu_accuracy(gpu):
-        print(f"  accuracy on this GPU: {gpu_accuracy(gpu)}")
+    accuracy = gpu_accuracy(gpu)
+    if accuracy:
+        print(f"  accuracy on this GPU: {accuracy}")
     print(f"  logs and result JSON: {spec.workdir}")
     return 0
 
