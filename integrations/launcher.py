@@ -92,8 +92,10 @@ def _symlink(target: Path, link: Path) -> None:
 
 def triton_libcuda_dir(lib: Path) -> Path:
     """A per-user folder with libcuda.so and libcuda.so.1 -> the fake libcuda.so.1 (Triton compiles its
-    launcher with -L<TRITON_LIBCUDA_PATH> -lcuda, which needs the unversioned name). One folder per library
-    folder, so that two installations never point each other's programs at the wrong build."""
+    launcher with -L<TRITON_LIBCUDA_PATH> -lcuda, which needs the unversioned name), and libcudart.so -> the
+    fake libcudart.so.13 (FlashInfer's JIT modules link -lcudart -lcuda: LIBRARY_PATH names this folder). One
+    folder per library folder, so that two installations never point each other's programs at the wrong
+    build."""
     tag = hashlib.sha256(str(lib).encode()).hexdigest()[:16]
     candidates = [_user_cache_dir() / "triton-libcuda" / tag,
                   Path(tempfile.gettempdir()) / f"timewarp-{os.getuid()}" / "triton-libcuda" / tag]
@@ -103,10 +105,28 @@ def triton_libcuda_dir(lib: Path) -> Path:
             d.mkdir(parents=True, exist_ok=True)
             for name in ("libcuda.so", "libcuda.so.1"):
                 _symlink(lib / "libcuda.so.1", d / name)
+            _symlink(lib / "libcudart.so.13", d / "libcudart.so")
             return d
         except OSError as e:
             errors.append(f"{d}: {e.strerror or e}")
     raise LauncherError("cannot create the libcuda link folder for Triton: " + "; ".join(errors))
+
+
+def pip_cuda_include() -> Path | None:
+    """The CUDA headers that torch's pip wheels install (nvidia/cu13/include: cublasLt.h, nvrtc.h, ...), or None.
+    Why: on a GPU-free machine the CUDA toolkit is absent or partial, and a library that compiles CUDA code
+    as the program runs does not find them (vLLM's FlashInfer backend on the B200 built its attention
+    launcher with nvcc and stopped at `cublasLt.h: No such file or directory`)."""
+    try:
+        import nvidia
+    except ImportError:
+        return None
+    for root in getattr(nvidia, "__path__", []):
+        for sub in ("cu13", "cu12"):
+            inc = Path(root) / sub / "include"
+            if (inc / "cublasLt.h").exists():
+                return inc
+    return None
 
 
 # ------------------------------------------------------------------------------------------------ environment
@@ -156,6 +176,8 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "TIMEWARP_GPU": gpu,
         "TIMEWARP_NUM_GPUS": str(num_gpus),
         "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),
+        # JIT builds that link the CUDA runtime and driver (-lcudart -lcuda) link the fake ones
+        "LIBRARY_PATH": _prepend_path_list(str(triton_libcuda_dir(lib)), base.get("LIBRARY_PATH")),
         "VLLM_NCCL_SO_PATH": str(lib / "libnccl.so.2"),
         # measured kernel profiles (predictors/profile_build.py); other GPUs are scaled from them; a profile
         # the user names instead is kept (calibrating the host costs runs with one that has none)
@@ -163,6 +185,9 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         # timewarp/_site/sitecustomize.py: host-visible results of small PyTorch ops (integrations/torch_shadow.py)
         "PYTHONPATH": _prepend_path_list(str(lib.parent / "_site"), base.get("PYTHONPATH")),
     }
+    inc = pip_cuda_include()
+    if inc is not None:   # after the user's: a toolkit's own headers come first
+        env["CPATH"] = ":".join(p for p in (base.get("CPATH"), str(inc)) if p)
     env.update(compile_cache_env(base, lib, env["TIMEWARP_PROFILE"]))
     env["TIMEWARP_HOST_CPUS"] = str(host_cpus(base, num_gpus))
     if report is not None:

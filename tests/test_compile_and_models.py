@@ -1,5 +1,6 @@
 """Acceptance 1 (continued): torch.compile with Triton kernels, and transformers' Llama forward/generate."""
 import json
+import shutil
 
 import pytest
 
@@ -147,3 +148,32 @@ def test_shadow_falls_back_to_python_without_a_compiler(tmp_path):
     assert run.result == {"impl": "python", "sum": 45}
     assert run.stderr.count("cannot build the C++ shadow") == 1, run.stderr[-3000:]
     assert list(tmp_path.glob("*/build.failed"))
+
+
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs a C compiler")
+def test_a_library_built_while_the_program_runs_finds_cuda_headers_and_links_the_fake_runtime():
+    """Libraries that compile CUDA code as the program runs (FlashInfer's JIT modules: vLLM's attention on the
+    B200) include cuBLASLt's and NVRTC's headers and link -lcudart -lcuda; on a GPU-free machine the toolkit
+    is absent or partial. `timewarp run` points CPATH at the headers torch's wheels install and LIBRARY_PATH at
+    the fake libraries, so the build succeeds and the library it makes talks to the virtual GPU."""
+    code = r'''
+    import ctypes, json, os, subprocess, tempfile
+    d = tempfile.mkdtemp()
+    src = os.path.join(d, "jit.c")
+    open(src, "w").write("""
+    #include <cublasLt.h>
+    #include <nvrtc.h>
+    #include <cuda_runtime_api.h>
+    int jit_devices(void) { int n = -1; return cudaGetDeviceCount(&n) == cudaSuccess ? n : -2; }
+    size_t jit_types(void) { return sizeof(cublasLtHandle_t) + sizeof(nvrtcProgram); }
+    """)
+    so = os.path.join(d, "libjit.so")
+    b = subprocess.run(["gcc", "-shared", "-fPIC", "-o", so, src, "-lcudart", "-lcuda"], capture_output=True,
+                       text=True)
+    lib = ctypes.CDLL(so) if b.returncode == 0 else None
+    print(json.dumps({"rc": b.returncode, "err": b.stderr[-2000:], "devices": lib.jit_devices() if lib else None}))
+    '''
+    run = run_emulated(code, gpus=2)
+    assert run.rc == 0, run.stderr[-3000:]
+    assert run.result["rc"] == 0, run.result["err"]
+    assert run.result["devices"] == 2
