@@ -129,7 +129,8 @@ def drive(spec: Spec) -> int:
         while not _healthy(spec.port):
             if server.poll() is not None:
                 raise BenchError(f"vllm serve exited with status {server.returncode} before it was ready; "
-                                 f"last lines of {spec.serve_log}:\n{_tail(spec.serve_log)}")
+                                 f"last lines of {spec.serve_log}:\n{_tail(spec.serve_log)}"
+                                 + known_cause(spec.serve_log))
             if _real_s() - r0 > spec.ready_timeout_s:
                 raise BenchError(f"vllm serve not ready after {spec.ready_timeout_s:.0f} s; "
                                  f"last lines of {spec.serve_log}:\n{_tail(spec.serve_log)}")
@@ -158,6 +159,20 @@ def drive(spec: Spec) -> int:
 
 
 # ------------------------------------------------------------------------------------------------ the command
+def known_cause(serve_log: Path) -> str:
+    """A sentence on a start-up failure whose cause the log shows deep in a traceback, '' otherwise."""
+    try:
+        text = serve_log.read_text(errors="replace")
+    except OSError:
+        return ""
+    if "Ninja build failed" in text or ("flashinfer" in text and "nvcc" in text and "not found" in text):
+        # vLLM's FlashInfer backend (the B200's default) compiles its attention launcher on first use
+        return ("\ncause: vLLM's FlashInfer attention backend compiles CUDA code with nvcc when it is first "
+                "used (the default backend on the B200), and that build failed (above). It needs nvcc (the CUDA "
+                "toolkit, or `pip install nvidia-cuda-nvcc`) on this machine.")
+    return ""
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

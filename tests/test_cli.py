@@ -511,3 +511,18 @@ def test_the_report_says_which_predictor_layer_timed_the_gpu_time(tmp_path):
     roof["devices"][0]["busy_by_layer"]["roofline"] = 0.02
     (tmp_path / "r2.jsonl").write_text(json.dumps(roof) + "\n")
     assert coverage_notes(tmp_path / "r2.jsonl") == []
+
+
+def test_a_vllm_start_up_that_failed_in_flashinfers_build_says_so(tmp_path):
+    # the B200's default attention backend compiles CUDA code on first use; its failure sits deep in a
+    # traceback of the engine's start-up, which vllm-bench's message ends with
+    from timewarp.integrations.vllm_bench import known_cause
+
+    log = tmp_path / "serve.log"
+    log.write_text("(EngineCore pid=1) ERROR ... RuntimeError: Ninja build failed. Ninja output:\n"
+                   "fatal error: cublasLt.h: No such file or directory\n"
+                   "RuntimeError: Engine core initialization failed.\n")
+    assert "FlashInfer" in known_cause(log) and "nvcc" in known_cause(log)
+    log.write_text("RuntimeError: Engine core initialization failed.\n")
+    assert known_cause(log) == ""
+    assert known_cause(tmp_path / "missing.log") == ""
