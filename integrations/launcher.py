@@ -168,6 +168,7 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
     """The variables timewarp sets for a child (gpu is a catalog key), given the environment it starts from."""
     base = os.environ if base_env is None else base_env
     lib = lib_dir() if lib is None else lib
+    links = str(triton_libcuda_dir(lib))
     env = {
         "LD_PRELOAD": _prepend_path_list(str(lib / CORE), base.get("LD_PRELOAD")),
         "LD_AUDIT": _prepend_path_list(str(lib / AUDIT), base.get("LD_AUDIT")),
@@ -175,9 +176,9 @@ def timewarp_env(gpu: str, num_gpus: int = 1, report: str | os.PathLike | None =
         "TIMEWARP_AUDIT": "0",  # the LD_AUDIT redirector flips it to 1; the core warns if it stays 0
         "TIMEWARP_GPU": gpu,
         "TIMEWARP_NUM_GPUS": str(num_gpus),
-        "TRITON_LIBCUDA_PATH": str(triton_libcuda_dir(lib)),
+        "TRITON_LIBCUDA_PATH": links,
         # JIT builds that link the CUDA runtime and driver (-lcudart -lcuda) link the fake ones
-        "LIBRARY_PATH": _prepend_path_list(str(triton_libcuda_dir(lib)), base.get("LIBRARY_PATH")),
+        "LIBRARY_PATH": _prepend_path_list(links, base.get("LIBRARY_PATH")),
         "VLLM_NCCL_SO_PATH": str(lib / "libnccl.so.2"),
         # measured kernel profiles (predictors/profile_build.py); other GPUs are scaled from them; a profile
         # the user names instead is kept (calibrating the host costs runs with one that has none)

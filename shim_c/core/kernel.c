@@ -367,14 +367,10 @@ void tw_kernel_row_shape(tw_op *op, void *const *args, const uint32_t *param_siz
         memcpy(&classes, args[2], sizeof classes);
         if (classes > 0)
             op->ew_bytes = (double)op->grid[0] * op->grid[1] * op->grid[2] * classes * k->ew_elem_bytes;
-    } else if (rc == ROW_CAST) {
-        int32_t n;
+    } else if (rc == ROW_ELEMENTWISE || rc == ROW_CAST) {
+        int32_t n;   /* (int N, ...): the elements; a cast's bytes per element are in its loader and storer */
         memcpy(&n, args[0], sizeof n);
-        int b = cast_elem_bytes(args, k->ew_elem_bytes);
+        int b = rc == ROW_CAST ? cast_elem_bytes(args, k->ew_elem_bytes) : k->ew_elem_bytes;
         if (n > 0 && b > 0) op->ew_bytes = (double)n * b;
-    } else if (rc == ROW_ELEMENTWISE) {
-        int32_t n;
-        memcpy(&n, args[0], sizeof n);
-        if (n > 0) op->ew_bytes = (double)n * k->ew_elem_bytes;
     }
 }

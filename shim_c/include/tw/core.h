@@ -245,7 +245,9 @@ typedef struct tw_kernel {
     int row_class;           /* kernel.c's: how its arguments give a row shape, cached (0: not yet) */
     int gemm_types;          /* kernel.c's, for a CUTLASS GEMM: A's cudaDataType | output's << 8, from its name */
     int ew_elem_bytes;       /* kernel.c's, from its name: for PyTorch's elementwise kernels the bytes each element
-                              * moves over all its tensors, for its reductions the input's element size */
+                              * moves over all its tensors, for its reductions the input's element size, for its
+                              * casts that convert as they load the loader's tensor count (their sizes are in
+                              * the launch's arguments) */
     /* kernel.c's, for an Inductor Triton kernel: the autotuning configs seen launched under this name (block
      * threads and the XBLOCK elements each block covers), so that rows measured with one config time another */
     int nconfigs;
