@@ -192,15 +192,23 @@ def tokenize_waits(ev: list[tuple], t0: int, t1: int) -> dict[str, list[float]]:
     (api.tokenize). The pool runs them in order, so the k-th of each are one tokenization. Per tokenization
     (ms): 'to start', from the hand-over to the pool's start (the pieces queued ahead, and Python's GIL, which
     the pool thread must take first); 'in pool' (the call); 'to result', from its end to the coroutine's
-    return (the loop taking the result)."""
+    return (the loop taking the result); 'backlog pace', from one call's end to the next's where the next was
+    handed over before the first ended: how fast the pool gets through a burst of prompts, which paces a
+    burst's arrival at the engine. Compare this one, not 'in pool', between the two sides: a real call ends
+    after the thread took the GIL back from the loop, an emulated one before (the GIL model's take for the
+    result follows the call: integrations/executor_clock.py)."""
     asy = [x for x in ev if t0 <= x[0] <= t1 and x[2] == "api.tokenize_async"]
     if not asy:
         return {}
     enc = [x for x in ev if asy[0][0] <= x[0] <= t1 and x[2] == "api.tokenize"]
     out: dict[str, list[float]] = {}
-    for a, e in zip(asy, enc):
+    pairs = list(zip(asy, enc))
+    for a, e in pairs:
         for key, ns in (("to start", e[0] - a[0]), ("in pool", e[1] - e[0]), ("to result", a[1] - e[1])):
             out.setdefault(key, []).append(ns / 1e6)
+    for (_a0, e0), (a1, e1) in zip(pairs, pairs[1:]):
+        if a1[0] < e0[1]:
+            out.setdefault("backlog pace", []).append((e1[1] - e0[1]) / 1e6)
     return out
 
 

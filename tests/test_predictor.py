@@ -588,16 +588,20 @@ def test_tokenize_waits_pairs_each_hand_over_with_the_pools_run_in_order():
     """predictors/compare_vllm_timeline.py: the k-th api.tokenize_async (the loop hands a prompt to its
     one-thread pool and takes the result back) holds the k-th api.tokenize (the pool's call); per
     tokenization, the wait to start, the call, and the wait for the result to be taken (ms). A pool call that
-    began before the window's first hand-over belongs to an earlier one and is skipped."""
+    began before the window's first hand-over belongs to an earlier one and is skipped. The pace through a
+    backlog (end to end of consecutive calls) counts only where the next was handed over before the previous
+    call ended: the rate at which a burst of prompts gets through the pool, not an idle pool's."""
     from timewarp.predictors.compare_vllm_timeline import tokenize_waits
 
     ms = 1_000_000
     ev = sorted([(-3 * ms, -2 * ms, "api.tokenize", "2", "", 0),        # before the window's first hand-over
                  (0, 5 * ms, "api.tokenize_async", "1", "", -1), (1 * ms, 3 * ms, "api.tokenize", "2", "", 0),
                  (0, 9 * ms, "api.tokenize_async", "1", "", -1), (3 * ms, 4 * ms, "api.tokenize", "2", "", 0),
-                 (50 * ms, 60 * ms, "api.inputs", "1", "", -1)])
+                 (50 * ms, 60 * ms, "api.inputs", "1", "", -1),
+                 (70 * ms, 73 * ms, "api.tokenize_async", "1", "", -1), (70 * ms, 72 * ms, "api.tokenize", "2", "", 0)])
     w = tokenize_waits(ev, 0, 100 * ms)
-    assert w == {"to start": [1.0, 3.0], "in pool": [2.0, 1.0], "to result": [2.0, 5.0]}
+    assert w == {"to start": [1.0, 3.0, 0.0], "in pool": [2.0, 1.0, 2.0], "to result": [2.0, 5.0, 1.0],
+                 "backlog pace": [1.0]}
     assert tokenize_waits([x for x in ev if x[2] != "api.tokenize_async"], 0, 100 * ms) == {}
 
 
