@@ -9,6 +9,9 @@ the emulated API server's tokenizations came out 1.2-1.7x the real hosts' (lease
 tokens), while the same call alone on the emulating machine is priced about right. This measures, per
 prompt length (random vocabulary ids, decoded, as `vllm bench serve`'s random dataset makes them):
   - `direct`: `tokenizers.Tokenizer.encode` on the main thread (the native probe's kind of call);
+  - `direct_cold`: the same after 20 ms asleep (other processes run meanwhile and take the caches: the
+    emulating machine charged 2x a warm call's CPU for a 256-token prompt alone, 2.5-2.7x beside
+    memory-heavy processes, while a warm call did not change; coordinator/pace.py's probe is warm);
   - `encode`: transformers' `encode` on the main thread;
   - `pool_idle`: `encode` in a one-thread pool, the asyncio loop waiting for it;
   - `pool_loop`: the same while the loop works: 0.3 ms of Python per turn, then a 0.2 ms sleep (an API
@@ -80,6 +83,7 @@ async def main():
         prompts = [raw.decode([rng.randrange(vocab) for _ in range(n)]) for _ in range(a.calls)]
         r = {"tokens": len(tok.encode(prompts[0]))}
         r["direct"] = med([timed(raw.encode, p) for p in prompts])
+        r["direct_cold"] = med([(time.sleep(0.02), timed(raw.encode, p))[1] for p in prompts])
         r["encode"] = med([timed(tok.encode, p) for p in prompts])
         r["pool_idle"] = med([await loop.run_in_executor(pool, timed, tok.encode, p) for p in prompts])
         stop = asyncio.Event()
