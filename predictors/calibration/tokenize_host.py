@@ -5,12 +5,12 @@
 vLLM's API server tokenizes each prompt in a one-thread pool while its event loop runs (BaseRenderer._encode:
 transformers' `encode`, whose Rust part runs through `tokenizers`' encode_batch and its rayon pool). Under
 emulation that call is charged the thread's CPU time at the native pace (integrations/native_price.py), and
-the emulated API server's tokenizations came out 1.2-1.7x the real hosts' (leases y, z, ac; 384-2,048
-tokens), while the same call alone on the emulating machine is priced about right. This measures, per
+the emulated API server's tokenizations came out 1.2-1.6x the real hosts' (mean pace through a burst,
+leases y, z, ac; 384-2,048 tokens), while the same call alone on the emulating machine is priced about right. This measures, per
 prompt length (random vocabulary ids, decoded, as `vllm bench serve`'s random dataset makes them):
   - `direct`: `tokenizers.Tokenizer.encode` on the main thread (the native probe's kind of call);
-  - `direct_cold`: the same after 20 ms asleep (other processes run meanwhile and take the caches: the
-    emulating machine charged 2x a warm call's CPU for a 256-token prompt alone, 2.5-2.7x beside
+  - `direct_cold`: the same after 20 ms asleep (other processes run meanwhile and take the caches: on the
+    emulating machine a cold call of 256 tokens took 2x a warm call's CPU alone, 2.5-2.6x beside
     memory-heavy processes, while a warm call did not change; coordinator/pace.py's probe is warm);
   - `encode`: transformers' `encode` on the main thread;
   - `pool_idle`: `encode` in a one-thread pool, the asyncio loop waiting for it;
