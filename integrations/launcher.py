@@ -602,6 +602,22 @@ def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
     return Pricing(pace.fallback_factor(target), target, native, pace.BLEND_US * slow if blend is None else blend)
 
 
+def native_cold_env(pricing: Pricing, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """TIMEWARP_NATIVE_COLD_US for the run's processes: this machine's cost of a cold tokenizer call
+    (coordinator/pace.py's cold_call_us, measured here in about 0.3 s), which integrations/native_price.py
+    forgives each tokenization. A value given stays (0 turns it off); none where native code is not priced
+    apart or the tokenizer is missing."""
+    base = os.environ if base is None else base
+    if pricing.native_target_us is None:
+        return {}
+    given = _positive(base, "TIMEWARP_NATIVE_COLD_US", "the CPU us of a cold tokenizer call to forgive", zero_ok=True)
+    if given is not None:
+        return {"TIMEWARP_NATIVE_COLD_US": f"{given:g}"}
+    from timewarp.coordinator import pace
+    us = pace.cold_call_us()
+    return {} if us is None else {"TIMEWARP_NATIVE_COLD_US": f"{us:.0f}"}
+
+
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
                       token: str | None):
     """The run's clock: a new coordinator (returned, to be closed by the caller) or, with join=HOST:PORT, an
@@ -609,11 +625,12 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
     from timewarp.coordinator import server
 
     pricing = host_pricing()
+    cold = native_cold_env(pricing)
     try:
         if join:
             reply = server.join(join, token)
             return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
-                          "TIMEWARP_TOPOLOGY": reply.topology}
+                          "TIMEWARP_TOPOLOGY": reply.topology, **cold}
         coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
                                    token=token, host_speed=pricing.speed, pace_target_us=pricing.pace_target_us,
                                    native_target_us=pricing.native_target_us, blend_us=pricing.blend_us)
@@ -621,7 +638,7 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
         raise LauncherError(str(e)) from None
     except Exception as e:  # the keeper library, the clock file
         raise LauncherError(f"cannot start the coordinator: {e}") from None
-    return coord, {**coord.env(), "TIMEWARP_TOPOLOGY": topology}
+    return coord, {**coord.env(), "TIMEWARP_TOPOLOGY": topology, **cold}
 
 
 def gpu_accuracy(gpu: str) -> str:
@@ -688,6 +705,9 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                     n = pace["native"]
                     lines.append(f"  native pace: marked native code (a tokenizer's) charged x{n['mean']:.2f} on "
                                  f"average (p10 {n['p10']:.2f}, p90 {n['p90']:.2f})")
+                    if cenv.get("TIMEWARP_NATIVE_COLD_US"):
+                        lines.append(f"  cold tokenizer call: up to {cenv['TIMEWARP_NATIVE_COLD_US']} us of this "
+                                     "machine's CPU not charged per tokenization (a cache refill; coordinator/pace.py)")
             accuracy = gpu_accuracy(gpu)
             if lines and accuracy:
                 lines.append(f"  accuracy on this GPU: {accuracy}")

@@ -27,6 +27,7 @@ belong to a Rust type.
 """
 from __future__ import annotations
 
+import ctypes
 import functools
 import importlib
 import os
@@ -35,16 +36,35 @@ import sys
 from .thread_clock import core as _lib
 
 
-def native(fn):
-    """fn, with its thread's CPU time charged as native code while it runs."""
+def _cold_ns() -> int:
+    """This machine's cost of a cold tokenizer call (TIMEWARP_NATIVE_COLD_US, which `timewarp run` measures:
+    integrations/launcher.py's native_cold_env), in ns; 0 where it is not set."""
+    try:
+        return max(0, int(float(os.environ.get("TIMEWARP_NATIVE_COLD_US", "0")) * 1000))
+    except ValueError:
+        return 0
+
+
+def native(fn, cold: bool = False):
+    """fn, with its thread's CPU time charged as native code while it runs. cold: fn is a tokenization, which
+    in vLLM's API server starts with caches the run's other processes took; the CPU of that refill on this
+    machine (up to _cold_ns, never more than the call's own CPU) is not charged, because the native pace's
+    target holds the real host's own (coordinator/pace.py, cold_call_us)."""
+    forgive = ctypes.c_uint64(_cold_ns() if cold else 0)
+    none = ctypes.c_uint64(0)
+
     @functools.wraps(fn)
     def charged_native(*args, **kwargs):
         core = _lib()
         was = core.tw_clock_native(1)
+        if forgive.value:
+            core.tw_charge_forgive(forgive)
         try:
             return fn(*args, **kwargs)
         finally:
-            core.tw_clock_native(was)
+            core.tw_clock_native(was)   # charges the call's CPU, less what is forgiven
+            if forgive.value:
+                core.tw_charge_forgive(none)   # what the call did not use is not carried to later work
     charged_native._timewarp_native = True
     return charged_native
 
@@ -56,6 +76,7 @@ _TARGETS = (
     ("transformers.tokenization_utils_fast", "PreTrainedTokenizerFast", ("_encode_plus", "_batch_encode_plus", "_decode")),
     ("vllm.v1.engine.detokenizer", "FastIncrementalDetokenizer", ("decode_next",)),
 )
+_COLD = ("_encode_plus", "_batch_encode_plus")   # a prompt's tokenization (cold; native's docstring)
 _ONLY_IF_IMPORTED = ("vllm",)   # packages heavy to import: marked only in programs that run them already
 
 
@@ -99,6 +120,6 @@ def install() -> list[str]:
                 continue
             if not getattr(f, "_timewarp_native", False):
                 first_only = name == "decode_next" and os.environ.get("TIMEWARP_DETOK_NATIVE_ALL", "0") != "1"
-                setattr(cls, name, native_first(f) if first_only else native(f))
+                setattr(cls, name, native_first(f) if first_only else native(f, cold=name in _COLD))
             done.append(f"{cls_name}.{name}")
     return done

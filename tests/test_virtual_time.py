@@ -150,7 +150,7 @@ def test_code_marked_native_is_priced_by_the_native_pace():
     stays this machine's (about 0.4-1.3x); HF fast tokenizers' encode is marked once native_price is
     installed, a function wrapped with native_price.native is priced native, and one wrapped with native_first
     (vLLM's detokenizer steps) only in its first call on each object."""
-    run = run_emulated(_NATIVE_MARKED, env={"TIMEWARP_NATIVE_TARGET_US": "1e6"})
+    run = run_emulated(_NATIVE_MARKED, env={"TIMEWARP_NATIVE_TARGET_US": "1e6", "TIMEWARP_NATIVE_COLD_US": "0"})
     assert run.rc == 0, run.stderr[-3000:]
     r = run.result
     assert "TokenizersBackend._encode_plus" in r["marked"] or "PreTrainedTokenizerFast._encode_plus" in r["marked"]
@@ -160,6 +160,58 @@ def test_code_marked_native_is_priced_by_the_native_pace():
     assert statistics.median(r["decorated"]) == pytest.approx(20, rel=0.05)
     # vLLM's detokenizer: each object's first call native, its later ones at the Python pace
     assert statistics.median(r["first"]) == pytest.approx(20, rel=0.05) and statistics.median(r["later"]) < 5
+
+
+_COLD_CALL = """
+import ctypes, json, time
+from timewarp.integrations import native_price
+def loop(n):
+    x = 0
+    for i in range(n):
+        x += i & 7
+def charged(f):
+    c0, t0 = time.thread_time(), time.perf_counter()
+    f()
+    return (time.perf_counter() - t0) * 1e3, (time.thread_time() - c0) * 1e3
+cold = native_price.native(lambda: loop(300000), cold=True)
+warm = native_price.native(lambda: loop(300000))
+tiny = native_price.native(lambda: loop(100), cold=True)
+for _ in range(60):   # until the native probe has measured every CPU
+    charged(warm)
+rows = {"cold": [charged(cold) for _ in range(8)], "warm": [charged(warm) for _ in range(8)],
+        "python_after_tiny": [(tiny(), charged(lambda: loop(30000)))[1] for _ in range(8)],
+        "python": [charged(lambda: loop(30000)) for _ in range(8)]}
+print(json.dumps(rows))
+"""
+
+
+def test_a_cold_tokenizer_call_is_charged_without_this_machines_cache_refill():
+    """A tokenization in vLLM's API server starts cold (the run's other processes had the caches); the CPU
+    this machine spends refilling them is not the real host's work, whose own refill the native target holds.
+    `timewarp run` measures this machine's cold call (coordinator/pace.py's cold_call_us) into
+    TIMEWARP_NATIVE_COLD_US, and a call wrapped as cold is charged its CPU less that much at the native pace
+    (pinned here at its bound, 20x, with 2 ms forgiven): never less than nothing, and what a short call does
+    not use is not taken off later Python work."""
+    from timewarp.integrations.launcher import LauncherError, host_pricing, native_cold_env
+    pricing = host_pricing({})
+    assert native_cold_env(pricing, {"TIMEWARP_NATIVE_COLD_US": "250"}) == {"TIMEWARP_NATIVE_COLD_US": "250"}
+    with pytest.raises(LauncherError, match="TIMEWARP_NATIVE_COLD_US"):
+        native_cold_env(pricing, {"TIMEWARP_NATIVE_COLD_US": "fast"})
+    measured = native_cold_env(pricing, {})["TIMEWARP_NATIVE_COLD_US"]
+    assert 0 <= float(measured) < 5000
+    assert native_cold_env(host_pricing({"TIMEWARP_NATIVE_PACE": "0"}), {}) == {}
+
+    run = run_emulated(_COLD_CALL, env={"TIMEWARP_NATIVE_TARGET_US": "1e6", "TIMEWARP_NATIVE_COLD_US": "2000"})
+    assert run.rc == 0, run.stderr[-3000:]
+    r = run.result
+    for v, c in r["cold"]:    # c: this machine's CPU ms of the call (8-30 ms here)
+        assert v == pytest.approx(20 * (c - 2.0), rel=0.1)
+    assert statistics.median(v / c for v, c in r["warm"]) == pytest.approx(20, rel=0.05)
+    # the tiny call's unused forgiveness is dropped: the Python loop after it (about 1.5 ms of CPU, less than
+    # the 2 ms forgiven) is priced like one alone, not at nothing
+    after = statistics.median(v / c for v, c in r["python_after_tiny"])
+    alone = statistics.median(v / c for v, c in r["python"])
+    assert after == pytest.approx(alone, rel=0.25)
 
 
 def test_the_python_pace_is_blended_with_the_native_probes():
