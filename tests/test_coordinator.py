@@ -363,7 +363,9 @@ def test_the_threads_of_a_pool_share_one_gil():
     reached vLLM's API server 10-20 ms sooner than on the real host."""
     on = _gil_contention("1", "pool4")
     assert all(0.5 < e - s < 2.0 for s, e in on["pieces"]), on   # each its own 1 ms of CPU
-    assert 3.5 < on["done_ms"] < 8, on                           # one after another: the loop has them after 4 ms
+    # one after another: the loop has them after the four pieces' time together (about 4 ms; measured, since
+    # a piece's CPU moves with this machine's speed: 0.8 ms each in one suite run), not after one piece's
+    assert 0.9 * sum(e - s for s, e in on["pieces"]) < on["done_ms"] < 8, on
 
 
 def test_pool_thread_waiting_for_the_real_gil_does_not_spin():
