@@ -131,14 +131,19 @@ class NativeProbe:
         self.prompts = random_prompts(self.tok, NATIVE_TOKENS)
         self.i = 0
 
-    def timed(self) -> float:
-        """CPU us of one encode, after a warm-up encode of the same prompt on the same CPU."""
+    def pair(self) -> tuple[float, float]:
+        """CPU us of two encodes of the next prompt in a row: the first as the caches are, the second warm."""
         p = self.prompts[self.i % len(self.prompts)]
         self.i += 1
+        t0 = time.thread_time_ns()
         self.tok.encode(p)
-        t = time.thread_time_ns()
+        t1 = time.thread_time_ns()
         self.tok.encode(p)
-        return (time.thread_time_ns() - t) / 1e3
+        return (t1 - t0) / 1e3, (time.thread_time_ns() - t1) / 1e3
+
+    def timed(self) -> float:
+        """CPU us of one encode, after a warm-up encode of the same prompt on the same CPU."""
+        return self.pair()[1]
 
 
 def cold_call_us(rounds: int = 12, rest_s: float = 0.02) -> float | None:
@@ -157,15 +162,11 @@ def cold_call_us(rounds: int = 12, rest_s: float = 0.02) -> float | None:
     if probe is None:
         return None
     extra = []
-    for i in range(rounds):
-        p = probe.prompts[i % len(probe.prompts)]
+    for _ in range(rounds):
         time.sleep(rest_s)
-        t0 = time.thread_time_ns()
-        probe.tok.encode(p)
-        t1 = time.thread_time_ns()
-        probe.tok.encode(p)
-        extra.append((t1 - t0) - (time.thread_time_ns() - t1))
-    return max(0.0, statistics.median(extra) / 1e3)
+        cold, warm = probe.pair()
+        extra.append(cold - warm)
+    return max(0.0, statistics.median(extra))
 
 
 def native_probe() -> NativeProbe | None:

@@ -38,6 +38,7 @@ from .thread_clock import core as _lib
 
 
 _cold_call = threading.local()   # inside a cold call on this thread
+_NO_FORGIVING = ctypes.c_uint64(0)   # tw_charge_forgive(0) drops what is left of a grant (it caps at twice one)
 
 
 def _cold_ns() -> int:
@@ -55,7 +56,6 @@ def native(fn, cold: bool = False):
     machine (up to _cold_ns, never more than the call's own CPU) is not charged, because the native pace's
     target holds the real host's own (coordinator/pace.py, cold_call_us)."""
     forgive = ctypes.c_uint64(_cold_ns() if cold else 0)
-    none = ctypes.c_uint64(0)
 
     @functools.wraps(fn)
     def charged_native(*args, **kwargs):
@@ -71,7 +71,7 @@ def native(fn, cold: bool = False):
         finally:
             core.tw_clock_native(was)   # charges the call's CPU, less what is forgiven
             if outer:
-                core.tw_charge_forgive(none)   # what the call did not use is not carried to later work
+                core.tw_charge_forgive(_NO_FORGIVING)   # what the call did not use is not carried to later work
                 _cold_call.on = False
     charged_native._timewarp_native = True
     return charged_native

@@ -163,7 +163,7 @@ def test_code_marked_native_is_priced_by_the_native_pace():
 
 
 _COLD_CALL = """
-import ctypes, json, time
+import json, time
 from timewarp.integrations import native_price
 def loop(n):
     x = 0
@@ -193,9 +193,9 @@ def test_a_cold_tokenizer_call_is_charged_without_this_machines_cache_refill():
     this machine spends refilling them is not the real host's work, whose own refill the native target holds.
     With TIMEWARP_NATIVE_COLD_US=auto `timewarp run` measures this machine's cold call (coordinator/pace.py's
     cold_call_us; off by default: docs/VLLM.md, forty-third session), and a call wrapped as cold is charged its
-    CPU less that much at the native pace
-    (pinned here at its bound, 20x, with 2 ms forgiven): once per call where marked calls nest, never less
-    than nothing, and what a short call does not use is not taken off later Python work."""
+    CPU less that much at the native pace (pinned here at its bound, 20x, with 2 ms forgiven): once per call
+    where marked calls nest, never less than nothing, and what a short call does not use is not taken off
+    later Python work."""
     from timewarp.integrations.launcher import LauncherError, host_pricing, native_cold_env
     pricing = host_pricing({})
     assert native_cold_env(pricing, {"TIMEWARP_NATIVE_COLD_US": "250"}) == {"TIMEWARP_NATIVE_COLD_US": "250"}
