@@ -38,7 +38,6 @@ from .thread_clock import core as _lib
 
 
 _cold_call = threading.local()   # inside a cold call on this thread
-_NO_FORGIVING = ctypes.c_uint64(0)   # tw_charge_forgive(0) drops what is left of a grant (it caps at twice one)
 
 
 def _cold_ns() -> int:
@@ -71,7 +70,7 @@ def native(fn, cold: bool = False):
         finally:
             core.tw_clock_native(was)   # charges the call's CPU, less what is forgiven
             if outer:
-                core.tw_charge_forgive(_NO_FORGIVING)   # what the call did not use is not carried to later work
+                core.tw_charge_forgive_clear()   # what the call did not use is not carried to later work
                 _cold_call.on = False
     charged_native._timewarp_native = True
     return charged_native

@@ -209,6 +209,12 @@ void tw_charge_forgive(uint64_t ns) {
     if (forgive_ns > 2 * ns) forgive_ns = 2 * ns;
 }
 
+uint64_t tw_charge_forgive_clear(void) {
+    uint64_t left = forgive_ns;
+    forgive_ns = 0;
+    return left;
+}
+
 /* TIMEWARP_CLAMP_LOG=1 (a diagnostic): how much virtual time each thread's readings gained from being
  * raised to the process's highest time, printed at exit, per thread name. */
 #define CLAMP_THREADS 64

@@ -131,6 +131,8 @@ typedef enum {
 uint64_t tw_profile_host_cost(tw_host_cost which);
 /* Do not charge the next ns of this thread's CPU time (a measured emulator overhead). */
 void tw_charge_forgive(uint64_t ns);
+/* Drop what is left of this thread's forgiveness (a grant its call did not use); returns it, in ns. */
+uint64_t tw_charge_forgive_clear(void);
 /* A pure sleep until virtual time t (see vclock.c for how much real time it takes). */
 void tw_sleep_until(uint64_t t);
 /* Wall-clock values at the virtual epoch, so that realtime and monotonic advance together. */
