@@ -156,8 +156,7 @@ def cold_call_us(rounds: int = 12, rest_s: float = 0.02) -> float | None:
     more beside memory-heavy processes, whatever the prompt's length (docs/VLLM.md, forty-third session), and
     at the native pace the emulated tokenizer pool came out 1.2-1.6x the real hosts' per prompt. The real
     hosts' own refill is part of NATIVE_TARGET_US (their in-server slowdown, 1.14x), so the emulator can
-    forgive this machine's (integrations/native_price.py; opt-in, TIMEWARP_NATIVE_COLD_US=auto: with it TTFT
-    over vLLM cases 1-6 came out worse, the other host prices having been fitted with the slow pool)."""
+    forgive this machine's (integrations/native_price.py; integrations/launcher.py's native_cold_env)."""
     probe = native_probe()
     if probe is None:
         return None

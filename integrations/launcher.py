@@ -604,21 +604,22 @@ def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
 
 def native_cold_env(pricing: Pricing, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """TIMEWARP_NATIVE_COLD_US for the run's processes: the CPU us of a cold tokenizer call that
-    integrations/native_price.py forgives each tokenization. Off unless asked for: `auto` measures this
-    machine's (coordinator/pace.py's cold_call_us, about 0.3 s), a number stays as given. Why not by default:
-    it brings the emulated tokenizer pool to the real hosts' pace, but TTFT over vLLM cases 1-6 came out worse
-    with it (three runs against two; docs/VLLM.md, forty-third session): the other host prices were fitted
-    with the slow pool. None where native code is not priced apart or the tokenizer is missing."""
+    integrations/native_price.py forgives each tokenization. By default (or `auto`) this machine's, measured
+    now (coordinator/pace.py's cold_call_us, about 0.3 s); a number stays as given, 0 turns it off. Measured
+    over vLLM cases 1-6, six runs with it and six without (docs/VLLM.md, forty-fourth session): the mean
+    TTFT error over the runs came to 2.9% per case with it, 4.4% without (case 3 -3.0% against -9.0%), and
+    the emulated tokenizer pool to the real hosts' pace. None where native code is not priced apart or the
+    tokenizer is missing."""
     base = os.environ if base is None else base
-    if pricing.native_target_us is None or not base.get("TIMEWARP_NATIVE_COLD_US"):
+    if pricing.native_target_us is None:
         return {}
-    if base["TIMEWARP_NATIVE_COLD_US"] == "auto":
+    if base.get("TIMEWARP_NATIVE_COLD_US", "auto") in ("auto", ""):
         from timewarp.coordinator import pace
         us = pace.cold_call_us()
         return {} if us is None else {"TIMEWARP_NATIVE_COLD_US": f"{us:.0f}"}
     given = _positive(base, "TIMEWARP_NATIVE_COLD_US", "the CPU us of a cold tokenizer call to forgive, or auto",
                       zero_ok=True)
-    return {"TIMEWARP_NATIVE_COLD_US": f"{given:g}"}
+    return {"TIMEWARP_NATIVE_COLD_US": f"{given:g}"} if given else {}
 
 
 def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: str | None, listen: str | None,
