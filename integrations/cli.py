@@ -141,7 +141,7 @@ def demo(ctx, gpu, gpus, report, trace, strict, demo_args) -> None:
 @click.option("--repeat", type=click.IntRange(1), default=3, show_default=True,
               help="Run the benchmark N times on the same server (the K-th with --seed K) and print each metric's "
                    "mean and range: host-bound metrics such as TTFT vary between runs (one run's TTFT by up to "
-                   "20% at 8-64 concurrent requests; docs/LIMITATIONS.md), the mean of three much less.")
+                   "25% at 8-64 concurrent requests; docs/LIMITATIONS.md), the mean of three much less.")
 @click.option("--serve-arg", "serve_args", multiple=True, help="Extra argument for `vllm serve` (repeatable).")
 @click.option("--bench-arg", "bench_args", multiple=True, help="Extra argument for `vllm bench serve` (repeatable).")
 @click.option("--logs", type=click.Path(file_okay=False), default=None, help="Keep logs and the result JSON in DIR.")

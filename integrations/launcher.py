@@ -617,8 +617,8 @@ def native_cold_env(pricing: Pricing, base: Mapping[str, str] | None = None) -> 
         from timewarp.coordinator import pace
         us = pace.cold_call_us()
         return {} if us is None else {"TIMEWARP_NATIVE_COLD_US": f"{us:.0f}"}
-    given = _positive(base, "TIMEWARP_NATIVE_COLD_US", "the CPU us of a cold tokenizer call to forgive, or auto",
-                      zero_ok=True)
+    given = _positive(base, "TIMEWARP_NATIVE_COLD_US",
+                      "the CPU us of a cold tokenizer call to forgive, 0 for none, or auto", zero_ok=True)
     return {"TIMEWARP_NATIVE_COLD_US": f"{given:g}"} if given else {}
 
 

@@ -130,7 +130,7 @@ def test_an_open_loop_benchmark_sends_at_its_rate_on_the_virtual_clock(tmp_path)
     timewarp = str(Path(sys.executable).parent / "timewarp")
     r = subprocess.run([timewarp, "vllm-bench", "--input-len", "256", "--output-len", "16", "--num-prompts", "8",
                         "--request-rate", "4", "--range-ratio", "0.5", "--bench-arg=--save-detailed",
-                        "--logs", str(logs)],
+                        "--repeat", "1", "--logs", str(logs)],
                        capture_output=True, text=True, timeout=1500, cwd=REPO)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
     result = json.loads((logs / "result.json").read_text())
@@ -153,7 +153,7 @@ def test_a_v1_runner_model_without_a_tokenizer_gets_its_attention_timed_from_the
     timewarp = str(Path(sys.executable).parent / "timewarp")
     r = subprocess.run([timewarp, "vllm-bench", "--model", str(REPO / "integrations" / "models" / "qwen2.5-32b-shape"),
                         "--input-len", "256", "--output-len", "24", "--num-prompts", "2", "--concurrency", "1",
-                        "--bench-arg=--save-detailed", "--logs", str(logs)],
+                        "--bench-arg=--save-detailed", "--repeat", "1", "--logs", str(logs)],
                        capture_output=True, text=True, timeout=1500, cwd=REPO)
     assert r.returncode == 0, (r.stdout[-3000:], r.stderr[-5000:])
     assert "has no tokenizer; using the embedded model's" in r.stderr
