@@ -17,7 +17,10 @@ by up to 5%. Cases 1-4 are the issue's table, 5-6 held out (no fit used their le
 partly hit the prefix cache filled by the earlier cases, on the real card as in the emulation: the random
 dataset's prompts share their first tokens across lengths). Errors are (emulated - real mean) / real mean.
 Speed is virtual seconds of benchmark per wall second of emulation. With several emulated runs, a last table
-gives each error's mean and range over them (emulated runs are not yet deterministic). Speed is given over the whole client command and, where wall.txt marks it, over the client's main run
+gives each error's mean and range over them (emulated runs are not yet deterministic), and the last one how
+far one run lands from the mean on each side: per case the standard deviation of one real lease and of one
+emulated run, and each real lease against the mean of the others, counted as an emulated run is against the
+real mean (the real card's own reproducibility, the floor under a single run's error). Speed is given over the whole client command and, where wall.txt marks it, over the client's main run
 alone (its start-up, about 10 s of imports and dataset building here, is not the emulator's speed).
 """
 from __future__ import annotations
@@ -472,6 +475,48 @@ def spread(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
     return lines
 
 
+def reproducibility(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
+    """How far one run lands from the mean on each side, for the cases the emulated runs have: per case the
+    standard deviation of one run's value in % of the mean over the real leases and over the emulated runs,
+    and each real lease against the mean of the other leases (leave one out) counted as `spread` counts an
+    emulated run against the real mean. Why: the real card does not repeat itself either (its hosts differ
+    from lease to lease), so this is the floor under an emulated single run's error."""
+    cases = set.intersection(*(set(load_cases(d)) for d in emulated))
+    out_pairs = reference_runs(real_dirs, prefix_hits(emulated[0]))[2]
+    leases = {}   # lease name -> {case: result}
+    for d in real_dirs:
+        got = {k: r for k, r in load_cases(d).items() if k in cases and (d.name, k) not in out_pairs}
+        if got:
+            leases[d.name] = got
+    emu = [load_cases(d) for d in emulated]
+
+    def cv(vals: list[float]) -> str:
+        return f"{statistics.stdev(vals) / statistics.mean(vals) * 100:.1f}%" if len(vals) > 1 else "-"
+    head = "| case | " + " | ".join(f"{n} sd real (leases) | emulated (runs)" for _, n in METRICS) + " |"
+    lines = ["one run's spread, standard deviation in % of the mean", head, "|" + "---|" * (head.count("|") - 1)]
+    for k in sorted(cases):
+        cells = [str(k)]
+        for key, _ in METRICS:
+            rv = [got[k][key] for got in leases.values() if k in got]
+            cells += [f"{cv(rv)} ({len(rv)})", f"{cv([e[k][key] for e in emu])} ({len(emu)})"]
+        lines.append("| " + " | ".join(cells) + " |")
+    counts, total_ok, total = [], 0, 0
+    for name, got in leases.items():
+        ok = n = 0
+        for k, r in got.items():
+            others = [g[k] for o, g in leases.items() if o != name and k in g]
+            if not others:
+                continue
+            n += 1
+            ok += all(abs(r[key] / statistics.mean(o[key] for o in others) - 1) * 100 <= ACCEPT for key, _ in METRICS)
+        if n:
+            counts.append(f"{name.removeprefix('vllm_')} {ok}/{n}")
+            total_ok, total = total_ok + ok, total + n
+    lines.append(f"a real lease against the other leases' mean, cases within {ACCEPT:g}% on all three metrics: "
+                 f"{total_ok} of {total} ({', '.join(counts)})")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -488,6 +533,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(cpu_table(d, a.real + CPU_ONLY_DIRS)))
     if len(a.emulated) > 1:
         print("\n".join(spread(a.emulated, a.real)))
+    print("\n".join(reproducibility(a.emulated, a.real)))
     left_out = reference_runs(a.real, prefix_hits(a.emulated[0]))[1]
     if left_out:
         print("real runs left out of the reference (another prefix-cache state): " + "; ".join(left_out))

@@ -465,6 +465,31 @@ def test_bench_compare_spread_counts_cases_within_the_bound(tmp_path):
     assert lines[-1] == "within 5% on all three metrics: on the mean over the runs, case(s) 1; per run, 0 / 1 case(s)", lines
 
 
+def test_bench_compare_measures_the_real_cards_own_spread(tmp_path):
+    """The floor under a single run's error: one run's standard deviation per case on each side, and each real
+    lease against the mean of the other leases (leave one out), counted as the spread table counts an emulated
+    run against the real mean."""
+    import json
+
+    from timewarp.integrations import bench_compare as bc
+
+    def run(name, ttft_by_case):
+        d = _bench_dir(tmp_path / name, {k: 0.0 for k in ttft_by_case})
+        for k, ttft in ttft_by_case.items():
+            (d / f"case{k}.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 5.0,
+                                                         "output_throughput": 100.0}))
+        return d
+
+    # case 1: a (100) against b and c's mean 110 is -9%, b (100) against 110 too, c (120) against 100 is +20%;
+    # case 2: 100, 102, 104 are each within 5% of the others' mean; case 3 is not in the emulated runs
+    real = [run("real_a", {1: 100.0, 2: 100.0, 3: 50.0}), run("real_b", {1: 100.0, 2: 102.0, 3: 90.0}),
+            run("real_c", {1: 120.0, 2: 104.0})]
+    lines = bc.reproducibility([run("e1", {1: 90.0, 2: 100.0}), run("e2", {1: 110.0, 2: 100.0})], real)
+    assert lines[3].startswith("| 1 | 10.8% (3) | 14.1% (2) | 0.0% (3) |"), lines
+    assert lines[4].startswith("| 2 | 2.0% (3) | 0.0% (2) |"), lines
+    assert len(lines) == 6 and lines[-1].endswith("3 of 6 (real_a 1/2, real_b 1/2, real_c 1/2)"), lines
+
+
 def test_the_report_says_which_predictor_layer_timed_the_gpu_time(tmp_path):
     """Each device's busy time split by the layer that timed it (graph replays by their nodes): a measured
     GEMM shape replayed from a graph is `exact`, a kernel nobody recorded (torch's cumsum on int16) the
