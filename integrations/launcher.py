@@ -19,6 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, Sequence
@@ -462,13 +463,24 @@ def _sigint_from_terminal() -> bool:
 
 def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
     """Run argv with env, stdio inherited, signals forwarded; the child's exit status (negative: killed by
-    that signal, as subprocess reports it)."""
+    that signal, as subprocess reports it). A child still running TIMEWARP_STOP_GRACE_S real seconds after a
+    signal is killed with everything it started, and what it left behind is ended once it has exited
+    (integrations/process_tree.py says why)."""
+    from . import process_tree
     exe = resolve_command(argv[0], env.get("PATH"))
+    grace = _positive(env, "TIMEWARP_STOP_GRACE_S", "real seconds a signalled program has to end before its "
+                      "processes are killed") or process_tree.STOP_GRACE_S
+    keep = set(process_tree.descendants(os.getpid()))   # the coordinator's own (the pace process)
+    process_tree.become_subreaper()
     proc: subprocess.Popen | None = None
+    deadline: float | None = None   # when the signalled child is killed
 
     def forward(signum, _frame):
+        nonlocal deadline
         if proc is None or proc.returncode is not None:
             return
+        if deadline is None:
+            deadline = time.monotonic() + grace
         if signum == signal.SIGINT and _sigint_from_terminal():
             return
         try:
@@ -495,12 +507,23 @@ def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
             raise CommandError(f"timewarp: {argv[0]}: {e.strerror or e}", 126)
         while True:
             try:
-                return proc.wait()
+                # in slices: a signal handler's new deadline does not end a wait already under way
+                return proc.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() > deadline:
+                    sys.stderr.write(f"timewarp: {argv[0]} still running {grace:g} s after the signal; killing "
+                                     "it and every process it started\n")
+                    process_tree.kill_tree(proc.pid)
+                    deadline = None
             except KeyboardInterrupt:  # only if SIGINT was not ours to handle; keep waiting for the child
                 continue
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+        left = process_tree.end_leftovers(keep)
+        if left:
+            sys.stderr.write(f"timewarp: ended {len(left)} process(es) {argv[0]} left running "
+                             f"({', '.join(map(str, left))})\n")
 
 
 def exit_status(returncode: int) -> int:

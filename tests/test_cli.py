@@ -34,6 +34,61 @@ def test_a_trace_path_that_cannot_be_written_is_said_before_the_run(tmp_path):
     assert not (tmp_path / "ran").exists()
 
 
+def _gone(pid: int) -> bool:
+    import os
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"   # a zombie has ended
+    except OSError:
+        return True
+
+
+def test_a_process_the_program_leaves_behind_is_ended_with_the_run(tmp_path):
+    """The run's clock lives in the launcher: a process the program started and left running would go on
+    against a dead coordinator. The launcher is the run's subreaper and ends it (integrations/process_tree.py)."""
+    pidfile = tmp_path / "pid"
+    p = subprocess.run(timewarp_cmd("run", "--", "sh", "-c", f"sleep 300 & echo $! > {pidfile}; exit 3"),
+                       capture_output=True, text=True, timeout=120)
+    assert p.returncode == 3, p.stderr[-2000:]
+    pid = int(pidfile.read_text())
+    assert _gone(pid), f"sleep {pid} still running after the run"
+    assert f"ended 1 process(es) sh left running ({pid})" in p.stderr, p.stderr[-2000:]
+
+
+def test_a_program_that_ignores_the_signal_is_killed_with_its_children_after_the_grace(tmp_path):
+    """SIGTERM to `timewarp run` alone (a process manager) is passed to the program; one that ignores it (vLLM's
+    server waits without end for its clients' connections to close) is killed, with every process it started,
+    TIMEWARP_STOP_GRACE_S real seconds later."""
+    import os
+    import signal
+    import time
+    prog = tmp_path / "stubborn.py"
+    prog.write_text("import signal, subprocess, sys\n"
+                    "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                    "child = subprocess.Popen(['cat'], stdin=subprocess.PIPE)\n"
+                    f"open({str(tmp_path / 'pids')!r}, 'w').write(f'{{child.pid}}\\n')\n"
+                    "print('ready', flush=True)\n"
+                    "sys.stdin.read()\n")   # blocks: nobody writes or closes it
+    env = dict(os.environ, TIMEWARP_STOP_GRACE_S="2")
+    p = subprocess.Popen(timewarp_cmd("run", "--", sys.executable, str(prog)), stdin=subprocess.PIPE,
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        assert p.stdout.readline().strip() == "ready"
+        t0 = time.monotonic()
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(timeout=60)
+        took = time.monotonic() - t0
+    finally:
+        if p.poll() is None:
+            p.kill()
+    err = p.stderr.read()
+    assert rc == 128 + signal.SIGKILL, (rc, err[-2000:])   # the program's own status: killed
+    assert 2 <= took < 30, took
+    assert "still running 2 s after the signal; killing it and every process it started" in err, err[-2000:]
+    child = int((tmp_path / "pids").read_text())
+    assert _gone(child), f"the program's child {child} outlived the run"
+
+
 def test_gpus_lists_the_catalog():
     p = subprocess.run(timewarp_cmd("gpus"), capture_output=True, text=True)
     assert p.returncode == 0

@@ -121,6 +121,20 @@ def test_vllm_serve_and_bench_predict_h200_metrics(tmp_path):
     assert re.search(r"TPOT mean\s+[\d.]+ ms\s+\([\d.]+ \.\. [\d.]+\)", r.stdout), r.stdout
 
 
+def test_an_interrupt_ends_every_process_of_an_emulated_vllm_server(tmp_path):
+    """Issue 5's robustness: `timewarp run -- vllm serve` serving eight long generations, then SIGTERM to the
+    launcher alone (a process manager) and, on a fresh server, SIGINT to its process group (Ctrl-C): every
+    process of the run (the launcher's descendants and anything carrying its clock) ends within 60 s.
+    integrations/bench/robustness.py does it, and kills and names whatever is left."""
+    import timewarp.integrations
+    script = Path(timewarp.integrations.__file__).parent / "bench" / "robustness.py"
+    r = subprocess.run([sys.executable, str(script), "--parts", "interrupt", "--logs", str(tmp_path)],
+                       capture_output=True, text=True, timeout=2400)
+    assert r.returncode == 0 and "robustness: passed" in r.stdout, (r.stdout[-3000:], r.stderr[-3000:])
+    rows = [line for line in r.stdout.splitlines() if line.startswith(("| sigterm-launcher", "| sigint-group"))]
+    assert len(rows) == 2 and all(row.endswith("| none |") for row in rows), rows
+
+
 def test_an_open_loop_benchmark_sends_at_its_rate_on_the_virtual_clock(tmp_path):
     """--request-rate: vLLM's client sleeps between requests (Poisson arrivals, scaled so that the last is sent
     at N / rate seconds) on the virtual clock, and --range-ratio spreads the lengths. Eight requests at 4 a
