@@ -27,7 +27,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -38,11 +37,12 @@ from pathlib import Path
 
 import psutil
 
+from timewarp.integrations.vllm_bench import EMBEDDED_MODEL as MODEL, _healthy as healthy, free_port
+
 GROWTH_MB = 25.0        # a process may grow this much in the second half of the client's run ...
 GROWTH_SHARE = 0.05     # ... or this share of its size, whichever is larger
 END_S = 60.0            # real seconds for every process of an interrupted run to end
 READY_S = 1800.0        # real seconds for `vllm serve` to become ready (2 cores: about 60-120 s)
-MODEL = Path(__file__).resolve().parents[1] / "models" / "llama3-8b-shape"
 
 
 def timewarp() -> list[str]:
@@ -57,7 +57,7 @@ def label(p: psutil.Process) -> str:
     except psutil.Error:
         return "?"
     text = " ".join(cmd)
-    if cmd and (Path(cmd[0]).name == "timewarp" or cmd[1:3] == ["-m", "timewarp"]):
+    if any(Path(a).name == "timewarp" for a in cmd[:2]) or cmd[1:3] == ["-m", "timewarp"]:   # the script or -m
         return "timewarp launcher"
     for key, name in (("bench serve", "vllm bench serve (client)"), ("vllm_bench --driver", "vllm-bench driver"),
                       ("EngineCore", "vLLM EngineCore"), ("multiprocessing.spawn", "vLLM EngineCore"),
@@ -188,20 +188,6 @@ def soak(a, logs: Path) -> bool:
 
 
 # ------------------------------------------------------------------------------------------------- interrupt
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def healthy(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
 def generate(port: int, tokens: int) -> None:
     body = json.dumps({"model": str(MODEL), "prompt": "hello " * 100, "max_tokens": tokens,
                        "ignore_eos": True}).encode()
