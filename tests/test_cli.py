@@ -279,6 +279,17 @@ def _bench_dir(d, hits_by_case):
     return d
 
 
+def _ttft_run(d, ttft_by_case):
+    """A bench folder (_bench_dir, no prefix-cache hits) whose cases have these mean TTFTs, TPOT 5 ms and 100
+    output tokens/s."""
+    import json
+    d = _bench_dir(d, {k: 0.0 for k in ttft_by_case})
+    for k, ttft in ttft_by_case.items():
+        (d / f"case{k}.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 5.0,
+                                                     "output_throughput": 100.0}))
+    return d
+
+
 def test_bench_compare_names_cases_whose_prefix_cache_state_differs(tmp_path):
     """A case whose emulated prefix-cache hit rate is far from every real run's saw other prompts before it
     (cases 11-14 run after 7-10 on one server: 73% hits against 0.4%): its TTFT is not comparable, and the
@@ -503,19 +514,11 @@ printf 'warming up\\nStarting main benchmark run...\\nprogress\\n============ Se
 def test_bench_compare_spread_counts_cases_within_the_bound(tmp_path):
     """Over several emulated runs, the spread table gives each error's mean and range, and counts the cases
     within 5% on all three metrics on the mean and in each run: one run can miss where the mean does not."""
-    import json
-
     from timewarp.integrations import bench_compare as bc
 
-    def run(name, ttft_by_case):
-        d = _bench_dir(tmp_path / name, {k: 0.0 for k in ttft_by_case})
-        for k, ttft in ttft_by_case.items():
-            (d / f"case{k}.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 5.0,
-                                                         "output_throughput": 100.0}))
-        return d
-
-    real = [run("real", {1: 100.0, 2: 100.0})]
-    lines = bc.spread([run("e1", {1: 108.0, 2: 120.0}), run("e2", {1: 96.0, 2: 112.0})], real)
+    real = [_ttft_run(tmp_path / "real", {1: 100.0, 2: 100.0})]
+    emulated = [_ttft_run(tmp_path / "e1", {1: 108.0, 2: 120.0}), _ttft_run(tmp_path / "e2", {1: 96.0, 2: 112.0})]
+    lines = bc.spread(emulated, real)
     assert lines[3].startswith("| 1 | +2.0% | -4.0% .. +8.0% |") and lines[4].startswith("| 2 | +16.0% |"), lines
     assert lines[-1] == "within 5% on all three metrics: on the mean over the runs, case(s) 1; per run, 0 / 1 case(s)", lines
 
@@ -524,22 +527,15 @@ def test_bench_compare_measures_the_real_cards_own_spread(tmp_path):
     """The floor under a single run's error: one run's standard deviation per case on each side, and each real
     lease against the mean of the other leases (leave one out), counted as the spread table counts an emulated
     run against the real mean."""
-    import json
-
     from timewarp.integrations import bench_compare as bc
-
-    def run(name, ttft_by_case):
-        d = _bench_dir(tmp_path / name, {k: 0.0 for k in ttft_by_case})
-        for k, ttft in ttft_by_case.items():
-            (d / f"case{k}.json").write_text(json.dumps({"mean_ttft_ms": ttft, "mean_tpot_ms": 5.0,
-                                                         "output_throughput": 100.0}))
-        return d
 
     # case 1: a (100) against b and c's mean 110 is -9%, b (100) against 110 too, c (120) against 100 is +20%;
     # case 2: 100, 102, 104 are each within 5% of the others' mean; case 3 is not in the emulated runs
-    real = [run("real_a", {1: 100.0, 2: 100.0, 3: 50.0}), run("real_b", {1: 100.0, 2: 102.0, 3: 90.0}),
-            run("real_c", {1: 120.0, 2: 104.0})]
-    lines = bc.reproducibility([run("e1", {1: 90.0, 2: 100.0}), run("e2", {1: 110.0, 2: 100.0})], real)
+    real = [_ttft_run(tmp_path / "real_a", {1: 100.0, 2: 100.0, 3: 50.0}),
+            _ttft_run(tmp_path / "real_b", {1: 100.0, 2: 102.0, 3: 90.0}),
+            _ttft_run(tmp_path / "real_c", {1: 120.0, 2: 104.0})]
+    emulated = [_ttft_run(tmp_path / "e1", {1: 90.0, 2: 100.0}), _ttft_run(tmp_path / "e2", {1: 110.0, 2: 100.0})]
+    lines = bc.reproducibility(emulated, real)
     assert lines[3].startswith("| 1 | 10.8% (3) | 14.1% (2) | 0.0% (3) |"), lines
     assert lines[4].startswith("| 2 | 2.0% (3) | 0.0% (2) |"), lines
     assert len(lines) == 6 and lines[-1].endswith("3 of 6 (real_a 1/2, real_b 1/2, real_c 1/2)"), lines
