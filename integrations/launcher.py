@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterable, Mapping, NamedTuple, Sequence
@@ -473,14 +473,22 @@ def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
     keep = set(process_tree.descendants(os.getpid()))   # the coordinator's own (the pace process)
     process_tree.become_subreaper()
     proc: subprocess.Popen | None = None
-    deadline: float | None = None   # when the signalled child is killed
+    killer: threading.Timer | None = None   # started by the first signal
+
+    def kill_child():
+        if proc.poll() is None:
+            sys.stderr.write(f"timewarp: {argv[0]} still running {grace:g} s after the signal; killing it and "
+                             "every process it started\n")
+            process_tree.kill_tree(proc.pid)
 
     def forward(signum, _frame):
-        nonlocal deadline
+        nonlocal killer
         if proc is None or proc.returncode is not None:
             return
-        if deadline is None:
-            deadline = time.monotonic() + grace
+        if killer is None:
+            killer = threading.Timer(grace, kill_child)
+            killer.daemon = True
+            killer.start()
         if signum == signal.SIGINT and _sigint_from_terminal():
             return
         try:
@@ -507,17 +515,12 @@ def run_child(argv: Sequence[str], env: Mapping[str, str]) -> int:
             raise CommandError(f"timewarp: {argv[0]}: {e.strerror or e}", 126)
         while True:
             try:
-                # in slices: a signal handler's new deadline does not end a wait already under way
-                return proc.wait(timeout=0.5)
-            except subprocess.TimeoutExpired:
-                if deadline is not None and time.monotonic() > deadline:
-                    sys.stderr.write(f"timewarp: {argv[0]} still running {grace:g} s after the signal; killing "
-                                     "it and every process it started\n")
-                    process_tree.kill_tree(proc.pid)
-                    deadline = None
+                return proc.wait()
             except KeyboardInterrupt:  # only if SIGINT was not ours to handle; keep waiting for the child
                 continue
     finally:
+        if killer is not None:
+            killer.cancel()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
         left = process_tree.end_leftovers(keep)
