@@ -17,7 +17,7 @@ microbenchmarks, keyed exactly as the emulator's launch annotations:
     attnmodel <t0_ns> <flop_s> <byte_s>                             attention's latency-plus-roofline model
     kern  <grid x y z> <block x y z> <ns> <demangled kernel name>   kernels without an annotation
     krow  <outputs> <inputs> <ns> <demangled kernel name>           PyTorch's reductions and norms by row shape
-    attnstep <t0_ns> <eff_compute> <eff_memory> <per_tile_ns>       vLLM's FA3 main kernel per step (step.c)
+    attnstep <t0_ns> <eff_compute> <eff_memory> <per_tile_ns> <per_decode_tile_ns>   vLLM's FA3 main kernel per step (step.c)
     moemodel <t0_ns> <eff_memory> <eff_compute>                     vLLM's fused MoE kernel (moe.c, fit_moe.py)
     gemmalign <t0_ns> <eff_memory> <eff_compute>                    floor of cuBLAS GEMMs with rows off 16 bytes
                                                                     (profile.c, fit_gemm_align.py)

@@ -71,6 +71,22 @@ def test_full_graph_replays_attention_at_the_step_context(tmp_path):
     assert "ALL OK" in out, out[-3000:]
 
 
+def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(tmp_path):
+    """vLLM's profiler in `vllm serve` on the real H200 (case 3: 64 requests decoding at contexts of 513-768)
+    timed FA3's main kernel at 53.2 us per layer (predictors/data/h200/vllm_2026-11-30e). The replay of a
+    graph holding that attention (and a host function) under the same step context takes that plus its own
+    launch; with a decode tile priced like a prompt's (21.8 ns, the offline recording's) it took 64 us."""
+    pytest.importorskip("pandas")
+    from timewarp.predictors import fit_attention
+
+    serving = fit_attention.serving_decode_rows()
+    row = serving[(serving.case == "case3") & (serving.nreq == 64)]
+    assert len(row) == 1 and row.ctx.iloc[0] == 640, serving
+    real_us = row.y_ns.iloc[0] / 1e3
+    got = _json_result(_run_c_test(tmp_path, "test_step_graph"))["decode_64x640_us"]
+    assert real_us <= got <= 1.08 * real_us, (got, real_us)
+
+
 def _moe_expected_us(tokens: int, block_m: int, e=60, top_k=4, n=2816, k=2048) -> float:
     """moe.c's batched GEMM over the experts touched, timed by profile.tsv's moemodel row at the H200's rates."""
     import math

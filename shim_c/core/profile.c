@@ -43,7 +43,7 @@ static copy_row *copies; static size_t ncopy;
 static kern_row *kerns; static size_t nkern;     /* sorted by name */
 static krow_row *krows; static size_t nkrow;     /* sorted by name, inputs, outputs */
 static double kgap_ns;
-static double attn_step[4];   /* attnstep: t0_ns eff_compute eff_memory per_tile_ns (step.c's model) */
+static double attn_step[5];   /* attnstep: t0_ns eff_compute eff_memory per_tile_ns [per_decode_tile_ns] (step.c) */
 static double attn_model[3];  /* attnmodel: t0_ns flop_s byte_s (attention's latency-plus-roofline model) */
 static int have_attn_model;
 static double moe_model[3];   /* moemodel: t0_ns eff_memory eff_compute (vLLM's fused MoE kernel; moe.c) */
@@ -160,8 +160,10 @@ static void load_rows(void) {
                 tw_blas_table_add(m, k, n0, n1, kid, kid2, ms);
             else bad++;
         } else if (!strcmp(fam, "attnstep")) {
-            if (sscanf(line, "%*s %lf %lf %lf %lf", &attn_step[0], &attn_step[1], &attn_step[2], &attn_step[3]) == 4)
-                have_attn_step = 1;
+            int got = sscanf(line, "%*s %lf %lf %lf %lf %lf", &attn_step[0], &attn_step[1], &attn_step[2],
+                             &attn_step[3], &attn_step[4]);
+            if (got == 4) attn_step[4] = attn_step[3];   /* an older row: decode tiles cost what others do */
+            if (got >= 4) have_attn_step = 1;
             else bad++;
         } else if (!strcmp(fam, "attnmodel")) {
             if (model_row(line, attn_model)) have_attn_model = 1;
@@ -875,7 +877,7 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     return s;
 }
 
-int tw_profile_attn_step(double coef[4]) {
+int tw_profile_attn_step(double coef[5]) {
     pthread_once(&once, load);
     if (!have_attn_step || !profiled) return 0;
     memcpy(coef, attn_step, sizeof attn_step);

@@ -13,8 +13,13 @@
  * rather than overlap (max): a step mixes compute-bound prefill tiles and memory-bound decode tiles, and the
  * persistent kernel spends the sum on them (vLLM 0.24's FA3 on the H200: with max() the mixed batches of
  * vllm_attention_bench.py keep 11-18% median error, with the sum 3%); the per-tile cost (~14 ns, a tile's
- * prologue/epilogue spread over the SMs) is what makes many short prefills slower than their FLOPs, and what
- * a decode request costs beyond its bytes (8 tiles, one per KV head).
+ * prologue/epilogue spread over the SMs) is what makes many short prefills slower than their FLOPs. A decode
+ * step (every request one query token: 8 tiles each, one per KV head) has its own per-tile cost, fitted on
+ * vLLM serving (predictors/fit_attention.py, stage 4): there a decode tile's fixed cost hides behind the K/V
+ * stream of the others (about 5 ns against ~22), and with the prompts' per-tile cost FA3 came out 8-15% high
+ * at 32-160 decoding requests. Steps with a prompt chunk keep the one cost: no serving measurement of
+ * them exists, and with the decode cost on their decodes too, open-loop case 23's TPOT fell from -1.2% to
+ * -7.8%.
  * t0, eff_c, eff_m and per_tile are fitted on the real H200 (FA3 inside a recorded vLLM run, and
  * predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns>" profile row); other
  * GPUs use their own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
@@ -28,7 +33,7 @@
 
 typedef struct {
     uint64_t gen;
-    double nreq, sum_q, sum_k, pairs, tiles, heads, kv_heads, head_dim;
+    double nreq, sum_q, sum_k, pairs, tiles, decode_tiles, heads, kv_heads, head_dim;   /* decode: q_i = 1 */
 } step_ctx;
 
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -52,7 +57,9 @@ void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv
         /* causal: the i-th new token sees the ki - qi earlier tokens and the i new ones before it, itself included */
         c.pairs += qi * (ki - qi) + qi * (qi + 1) / 2;
         /* work tiles: the request's query rows of one KV head's group, in blocks of 128 rows, per KV head */
-        c.tiles += c.kv_heads * ceil(qi * group / 128);
+        double t = c.kv_heads * ceil(qi * group / 128);
+        c.tiles += t;
+        if (q[i] == 1) c.decode_tiles += t;
     }
     c.nreq = nreq;
     pthread_mutex_lock(&step_lock);
@@ -91,9 +98,11 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     step_ctx c = cur;
     pthread_mutex_unlock(&step_lock);
     if (!c.gen || c.nreq <= 0) return 0;
-    double coef[4];
-    /* coef: t0_ns, eff_compute, eff_memory, per_tile_ns (the profile's attnstep row) */
-    if (!tw_profile_attn_step(coef)) { coef[0] = spec->launch_floor_s * 1e9; coef[1] = 0.6; coef[2] = 1.0; coef[3] = 0; }
+    double coef[5];
+    /* coef: t0_ns, eff_compute, eff_memory, per_tile_ns, per_decode_tile_ns (the profile's attnstep row) */
+    if (!tw_profile_attn_step(coef)) {
+        coef[0] = spec->launch_floor_s * 1e9; coef[1] = 0.6; coef[2] = 1.0; coef[3] = coef[4] = 0;
+    }
     double flops = 4 * c.heads * c.head_dim * c.pairs;
     /* K, V and Q read at the cache's element size, O written in bf16 */
     double e = atomic_load(&kv_elem_bytes);
@@ -101,5 +110,7 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     /* at the bf16 rate with an fp8 cache too: vLLM's fp8 FA3 prefill took 1.6-1.8x what the fp8 peak gives
      * (predictors/data/h200/vllm_kvfp8_kernels_2026-12-04) */
     double tc = flops / (coef[1] * spec->peak_flops_bf16), tm = bytes / (coef[2] * spec->mem_bw);
-    return (coef[0] + coef[3] * c.tiles) * 1e-9 + tc + tm;
+    /* a decode step's tiles at the serving decode cost; a step with a prompt chunk keeps the in-situ fit's */
+    double per_tile = c.decode_tiles == c.tiles ? coef[4] : coef[3];
+    return (coef[0] + per_tile * c.tiles) * 1e-9 + tc + tm;
 }
