@@ -57,8 +57,8 @@ Huber-robust (IRLS), in three stages:
      microbenchmark's time at every size, for a reason not found); serving is what the emulator is run for, so
      its decode steps set this cost, and the recording's held-out decode steps come out low (decode_short
      -36% median, decode_long -5%; with per_tile on every tile they were within 4-6%). Only decode steps:
-     no serving measurement of a step with a prompt chunk exists, and pricing the decodes of mixed steps
-     so too took open-loop case 23's TPOT (mostly mixed steps) from -1.2% to -7.8%.
+     in case 23's steps with prompts (serving_mixed_rows, a check) the model is -6.1% median as it is and
+     -13.4% with their decodes' tiles at the decode cost too.
 `--variants` prints the alternatives on the same held-out split (microbenchmark only; microbenchmark x one
 scale; in situ only; in situ + unscaled microbenchmark at lower weights; per-case weights); stage 3 and in
 situ alone are best and equal within 0.2 points (held-out median |err| 3.9% and 3.7%, p90 14.7% both), the
@@ -375,6 +375,57 @@ def serving_decode_rows(profiles=SERVING_PROFILES):
     return pd.DataFrame(rows)
 
 
+# profiled cases whose steps with prompts can be rebuilt from the profile: prompts with no cached prefix
+# (case 23: 0.8% prefix-cache hits; cases 3 and 5 hit 33% and 99%, which the profile does not show per step)
+SERVING_MIXED = (("vllm_openloop_2026-12-04b/prof_kernels_case23.csv.gz", (256, 1024, 256, 0.3)),)
+
+
+def serving_mixed_rows(profiles=SERVING_MIXED):
+    """The profiled steps with prompts, of more than 512 tokens (a check of the model, not fitted): per step,
+    the requests from vLLM's _post_update_kernel grid (a block per request), the tokens from the step kernel's
+    grid; p = ceil((tokens - requests) / longest prompt) prompts of equal length sharing the tokens the
+    decodes leave, each its own context (nothing cached), the other requests decoding at the case's mean
+    decode context. y_ns: the mean of the step's 32 FA3 main launches."""
+    import csv
+    import gzip
+
+    import pandas as pd
+
+    from .compare_vllm_steps import is_step_kernel
+
+    rows = []
+    for rel, (_, n_in, n_out, ratio) in profiles:
+        path = pb.HERE / "data" / "h200" / rel
+        if not path.exists():
+            continue
+        with gzip.open(path, "rt") as f:
+            kernels = sorted((r for r in csv.DictReader(f) if r["cat"] == "kernel"), key=lambda r: float(r["ts_us"]))
+        steps, cur = [], None
+        for r in kernels:
+            gx = int(r["grid"].split("x")[0]) if r["grid"] else 0
+            if is_step_kernel(r["name"]):
+                cur = {"tokens": gx, "nreq": 0, "fa3": []}
+                steps.append(cur)
+            elif cur is not None and "_post_update_kernel" in r["name"]:
+                cur["nreq"] = gx
+            elif cur is not None and MAIN_KERNEL in r["name"]:
+                cur["fa3"].append(float(r["dur_us"]) * 1e3)
+        longest = n_in * (1 + (ratio or 0.0))
+        ctx = round(mean_decode_context(n_in, n_out, ratio))
+        for st in steps:
+            n, tokens = st["nreq"], st["tokens"]
+            # a step of up to 512 tokens may be a decode graph padded up to its size: left out
+            if not n or tokens <= CAPTURE_SIZES[-1] or len(st["fa3"]) != LAYERS:
+                continue
+            p = max(1, math.ceil((tokens - n) / longest))
+            d, prompt = n - p, tokens - (n - p)
+            q = [1] * d + [prompt // p] * (p - 1) + [prompt - prompt // p * (p - 1)]
+            rows.append({"case": rel.split("/")[-1].split(".")[0].removeprefix("prof_kernels_"), "tokens": tokens,
+                         "nreq": n, "prompts": p, **features(q, [ctx] * d + q[d:]),
+                         "y_ns": sum(st["fa3"]) / LAYERS})
+    return pd.DataFrame(rows)
+
+
 def fit_decode_tile(coef, serving, peak: float, bw: float) -> float:
     """The per-decode-tile cost that brings the 4-coefficient model to the serving rows (relative least squares,
     each profiled case weighted 1 in all, at least 0); the in-situ recording's own per_tile where there are
@@ -595,6 +646,16 @@ def main(argv=None) -> int:
         print("\nFA3 main kernel per layer in the decode steps of `vllm serve` (vLLM's profiler; the per-decode-tile "
               "cost's data):")
         print(format_serving(f.serving))
+    mixed = serving_mixed_rows()
+    if len(mixed):
+        peak, bw = rates(args.gpu)
+        err = predict_ns(f.coef, mixed, peak, bw) / mixed.y_ns - 1
+        # the alternative: their decodes' tiles at the decode steps' cost too
+        dec = (predict_ns(f.coef[:4], mixed, peak, bw) - (f.coef[3] - f.coef[-1]) * mixed.decode_tiles) / mixed.y_ns - 1
+        print(f"\nsteps with prompts in the same profiles ({len(mixed)} steps of {mixed.tokens.min()}-{mixed.tokens.max()} "
+              f"tokens, {mixed.nreq.min()}-{mixed.nreq.max()} requests; a check, not fitted): FA3 per layer "
+              f"{100 * err.median():+.1f}% median, {100 * err.abs().quantile(0.9):.1f}% p90 |err|; with their decodes' tiles "
+              f"at the decode cost too: {100 * dec.median():+.1f}% median")
     print("\nFA3 main kernel in vLLM (kernels.parquet, mean over the step's 32 layers), |pred - real| / real:")
     print(format_insitu(f.rows))
     print("\nthe microbenchmark under these coefficients (main: against call - other kernel; call: the whole call):")

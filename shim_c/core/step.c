@@ -17,9 +17,8 @@
  * step (every request one query token: 8 tiles each, one per KV head) has its own per-tile cost, fitted on
  * vLLM serving (predictors/fit_attention.py, stage 4): there a decode tile's fixed cost hides behind the K/V
  * stream of the others (about 5 ns against ~22), and with the prompts' per-tile cost FA3 came out 8-15% high
- * at 32-160 decoding requests. Steps with a prompt chunk keep the one cost: no serving measurement of
- * them exists, and with the decode cost on their decodes too, open-loop case 23's TPOT fell from -1.2% to
- * -7.8%.
+ * at 32-160 decoding requests. Steps with a prompt keep the one cost: in serving they came out -6% with it,
+ * -13% with their decodes at the decode cost.
  * t0, eff_c, eff_m and per_tile are fitted on the real H200 (FA3 inside a recorded vLLM run, and
  * predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns>" profile row); other
  * GPUs use their own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
