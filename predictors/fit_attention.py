@@ -7,8 +7,9 @@ the requests' query and context lengths) to FA3 as it runs inside vLLM on the re
     tiles = kv_heads * sum_i ceil(q_i * heads / kv_heads / 128)
 
 -> the profile row `attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns> <per_decode_tile_ns>` (the tiles of a decode
-step, every query one token, cost per_decode_tile_ns instead of per_tile_ns: stage 4 below). peak_bf16 and mem_bw are the catalog's H200
-rates (bf16_flops, hbm_bytes_per_s: what the C catalog serves). heads=32, kv_heads=8, head_dim=128 (Llama-3-8B).
+step, every query one token, cost per_decode_tile_ns instead of per_tile_ns: stage 4 below). peak_bf16 and
+mem_bw are the catalog's H200 rates (bf16_flops, hbm_bytes_per_s: what the C catalog serves). heads=32,
+kv_heads=8, head_dim=128 (Llama-3-8B).
 
 Data, in situ (what is fitted): vllm_kernels_2026-11-30/kernels.parquet, every kernel of
 predictors/calibration/vllm_workload.py run by vLLM 0.24.0 on a real H200 (integrations/record.py). FA3's
@@ -652,10 +653,10 @@ def main(argv=None) -> int:
         err = predict_ns(f.coef, mixed, peak, bw) / mixed.y_ns - 1
         # the alternative: their decodes' tiles at the decode steps' cost too
         dec = (predict_ns(f.coef[:4], mixed, peak, bw) - (f.coef[3] - f.coef[-1]) * mixed.decode_tiles) / mixed.y_ns - 1
-        print(f"\nsteps with prompts in the same profiles ({len(mixed)} steps of {mixed.tokens.min()}-{mixed.tokens.max()} "
-              f"tokens, {mixed.nreq.min()}-{mixed.nreq.max()} requests; a check, not fitted): FA3 per layer "
-              f"{100 * err.median():+.1f}% median, {100 * err.abs().quantile(0.9):.1f}% p90 |err|; with their decodes' tiles "
-              f"at the decode cost too: {100 * dec.median():+.1f}% median")
+        print(f"\nsteps with prompts in the same profiles ({len(mixed)} steps of {mixed.tokens.min()}-"
+              f"{mixed.tokens.max()} tokens, {mixed.nreq.min()}-{mixed.nreq.max()} requests; a check, not fitted): "
+              f"FA3 per layer {100 * err.median():+.1f}% median, {100 * err.abs().quantile(0.9):.1f}% p90 |err|; "
+              f"with their decodes' tiles at the decode cost too: {100 * dec.median():+.1f}% median")
     print("\nFA3 main kernel in vLLM (kernels.parquet, mean over the step's 32 layers), |pred - real| / real:")
     print(format_insitu(f.rows))
     print("\nthe microbenchmark under these coefficients (main: against call - other kernel; call: the whole call):")

@@ -12,16 +12,17 @@
  * of its head group (GQA-packed, q_i * heads / kv_heads) in blocks of 128. Compute and memory time add
  * rather than overlap (max): a step mixes compute-bound prefill tiles and memory-bound decode tiles, and the
  * persistent kernel spends the sum on them (vLLM 0.24's FA3 on the H200: with max() the mixed batches of
- * vllm_attention_bench.py keep 11-18% median error, with the sum 3%); the per-tile cost (~14 ns, a tile's
- * prologue/epilogue spread over the SMs) is what makes many short prefills slower than their FLOPs. A decode
- * step (every request one query token: 8 tiles each, one per KV head) has its own per-tile cost, fitted on
- * vLLM serving (predictors/fit_attention.py, stage 4): there a decode tile's fixed cost hides behind the K/V
- * stream of the others (about 5 ns against ~22), and with the prompts' per-tile cost FA3 came out 8-15% high
- * at 32-160 decoding requests. Steps with a prompt keep the one cost: in serving they came out -6% with it,
- * -13% with their decodes at the decode cost.
- * t0, eff_c, eff_m and per_tile are fitted on the real H200 (FA3 inside a recorded vLLM run, and
- * predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns>" profile row); other
- * GPUs use their own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
+ * vllm_attention_bench.py keep 11-18% median error, with the sum 3%). The per-tile cost (~22 ns in vLLM's
+ * recording, 14 in the microbenchmark: a tile's prologue/epilogue spread over the SMs) is what makes many
+ * short prefills slower than their FLOPs. A decode step (every request one query token: 8 tiles each, one
+ * per KV head) has its own per-tile cost, fitted on vLLM serving (predictors/fit_attention.py, stage 4):
+ * there a decode tile's fixed cost hides behind the K/V stream of the others (about 5 ns), and with the
+ * prompts' per-tile cost FA3 came out 8-15% high at 32-160 decoding requests. Steps with a prompt keep the
+ * one cost: in serving they came out -6% with it, -13% with their decodes at the decode cost.
+ * t0, eff_c, eff_m and the two tile costs are fitted on the real H200 (FA3 inside a recorded vLLM run and in
+ * `vllm serve`, and predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the
+ * "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns> <per_decode_tile_ns>" profile row); other GPUs use their
+ * own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
  * default to the roofline's 0.6 / 1.0, t0 to the launch floor and per_tile to 0.
  */
 #define _GNU_SOURCE

@@ -401,7 +401,7 @@ int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, 
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
 /* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns,
- * per_decode_tile_ns (a one-token query's tile; per_tile_ns where the row has four values). */
+ * per_decode_tile_ns (a decode step's tiles; per_tile_ns where the row has four values). */
 int tw_profile_attn_step(double coef[5]);
 const char *tw_layer_name(int layer);
 
