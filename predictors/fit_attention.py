@@ -337,6 +337,11 @@ SERVING_PROFILES = (
 )
 
 
+def _profile(rel: str):
+    """(path, case name) of a profile named in SERVING_PROFILES or SERVING_MIXED."""
+    return pb.HERE / "data" / "h200" / rel, rel.split("/")[-1].split(".")[0].removeprefix("prof_kernels_")
+
+
 def mean_decode_context(n_in: int, n_out: int, ratio: float | None) -> float:
     """The mean context of the requests decoding in a steady state: a request's context runs from its prompt to
     prompt + output while it decodes, so the decoding population averages E[in] + E[out^2] / (2 E[out]); with
@@ -350,7 +355,6 @@ def serving_decode_rows(profiles=SERVING_PROFILES):
     layer (y_ns), with features of `nreq` requests at the case's mean decode context. nreq is the graph size
     where it is the case's concurrency (a closed loop holds it full), else the middle of the sizes the graph
     pads up from. Every request decodes (one query token), so the rows fit the per-decode-tile cost alone."""
-    import pathlib
     import statistics
 
     import pandas as pd
@@ -359,10 +363,10 @@ def serving_decode_rows(profiles=SERVING_PROFILES):
 
     rows = []
     for rel, (conc, n_in, n_out, ratio), sizes in profiles:
-        path = pb.HERE / "data" / "h200" / rel
+        path, case = _profile(rel)
         if not path.exists():
             continue
-        steps = ss.real_activity(pathlib.Path(path))
+        steps = ss.real_activity(path)
         for size in sizes:
             got = [st["fam"]["FA3"] / LAYERS for _, st in ss.decode_steps(steps, size)]
             if not got:
@@ -370,7 +374,7 @@ def serving_decode_rows(profiles=SERVING_PROFILES):
             below = max([c for c in CAPTURE_SIZES if c < size], default=0)
             nreq = size if size == conc else round((below + 1 + size) / 2)
             ctx = round(mean_decode_context(n_in, n_out, ratio))
-            rows.append({"case": rel.split("/")[-1].split(".")[0].removeprefix("prof_kernels_"), "size": size,
+            rows.append({"case": case, "size": size,
                          "steps": len(got), "nreq": nreq, "ctx": ctx, **features([1] * nreq, [ctx] * nreq),
                          "y_ns": statistics.median(got)})
     return pd.DataFrame(rows)
@@ -396,7 +400,7 @@ def serving_mixed_rows(profiles=SERVING_MIXED):
 
     rows = []
     for rel, (_, n_in, n_out, ratio) in profiles:
-        path = pb.HERE / "data" / "h200" / rel
+        path, case = _profile(rel)
         if not path.exists():
             continue
         with gzip.open(path, "rt") as f:
@@ -421,8 +425,7 @@ def serving_mixed_rows(profiles=SERVING_MIXED):
             p = max(1, math.ceil((tokens - n) / longest))
             d, prompt = n - p, tokens - (n - p)
             q = [1] * d + [prompt // p] * (p - 1) + [prompt - prompt // p * (p - 1)]
-            rows.append({"case": rel.split("/")[-1].split(".")[0].removeprefix("prof_kernels_"), "tokens": tokens,
-                         "nreq": n, "prompts": p, **features(q, [ctx] * d + q[d:]),
+            rows.append({"case": case, "tokens": tokens, "nreq": n, "prompts": p, **features(q, [ctx] * d + q[d:]),
                          "y_ns": sum(st["fa3"]) / LAYERS})
     return pd.DataFrame(rows)
 
@@ -640,6 +643,7 @@ def main(argv=None) -> int:
     ap.add_argument("--csv", help="write the per-step in-situ errors here")
     args = ap.parse_args(argv)
     f = fit(args.gpu)
+    peak, bw = rates(args.gpu)
     print(_fmt_coef(f.coef, args.gpu))
     print(f"  before (microbenchmark only): {_fmt_coef(f.bench_coef, args.gpu)}")
     print(f"  in situ / microbenchmark level: {f.scale:.3f}")
@@ -649,7 +653,6 @@ def main(argv=None) -> int:
         print(format_serving(f.serving))
     mixed = serving_mixed_rows()
     if len(mixed):
-        peak, bw = rates(args.gpu)
         err = predict_ns(f.coef, mixed, peak, bw) / mixed.y_ns - 1
         # the alternative: their decodes' tiles at the decode steps' cost too
         dec = (predict_ns(f.coef[:4], mixed, peak, bw) - (f.coef[3] - f.coef[-1]) * mixed.decode_tiles) / mixed.y_ns - 1
@@ -664,7 +667,6 @@ def main(argv=None) -> int:
     if args.csv:
         f.rows.drop(columns=["q", "k"]).to_csv(args.csv, index=False)
     if args.variants:
-        peak, bw = rates(args.gpu)
         v, b = f.rows, f.bench
         print(f"\n{'variant':62s} {'held-out in situ: all':>22s} {'d_short':>12s} {'d_long':>12s} {'prefill':>12s} "
               f"{'mixed':>12s} {'microbench':>12s}")

@@ -62,16 +62,21 @@ def test_cudnn_backend_against_a_mock_core(tmp_path):
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
 
 
-def test_full_graph_replays_attention_at_the_step_context(tmp_path):
+@pytest.fixture(scope="module")
+def step_graph_output(tmp_path_factory):
+    """tests/c/test_step_graph.c's stdout (built and run once for the tests that read it); under the run's time
+    keeper: a synchronize then waits for the host function (without one the fake runs callbacks on a private
+    clock, unsynchronised)."""
+    return _run_c_test(tmp_path_factory.mktemp("step_graph"), "test_step_graph")
+
+
+def test_full_graph_replays_attention_at_the_step_context(step_graph_output):
     """tests/c/test_step_graph.c: a captured attention node is re-timed from the step context at each replay,
     and the nodes after it move with it."""
-    # under the run's time keeper: a synchronize then waits for the host function (without one the fake
-    # runs callbacks on a private clock, unsynchronised)
-    out = _run_c_test(tmp_path, "test_step_graph")
-    assert "ALL OK" in out, out[-3000:]
+    assert "ALL OK" in step_graph_output, step_graph_output[-3000:]
 
 
-def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(tmp_path):
+def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(step_graph_output):
     """vLLM's profiler in `vllm serve` on the real H200 (case 3: 64 requests decoding at contexts of 513-768)
     timed FA3's main kernel at 53.2 us per layer (predictors/data/h200/vllm_2026-11-30e). The replay of a
     graph holding that attention (and a host function) under the same step context takes that plus its own
@@ -83,7 +88,7 @@ def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(tmp_path)
     row = serving[(serving.case == "case3") & (serving.nreq == 64)]
     assert len(row) == 1 and row.ctx.iloc[0] == 640, serving
     real_us = row.y_ns.iloc[0] / 1e3
-    got = _json_result(_run_c_test(tmp_path, "test_step_graph"))["decode_64x640_us"]
+    got = _json_result(step_graph_output)["decode_64x640_us"]
     assert real_us <= got <= 1.08 * real_us, (got, real_us)
 
 
