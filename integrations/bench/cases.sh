@@ -15,7 +15,10 @@
 # a light load of mid-length prompts, a load near the engine's capacity, a few long prompts of spread length;
 # 25-28: held out from everything up to the thirty-seventh session (38th session, chosen before either side ran
 # them): 4,096-token prompts (longer than any other case), 1,024-token decodes at a middle concurrency, an
-# open-loop load of spread mid lengths at a high request rate, 200 concurrent short requests.
+# open-loop load of spread mid lengths at a high request rate, 200 concurrent short requests; 29-31: held out
+# (45th session); 32-34: held out from everything up to the forty-sixth session (47th session, chosen before
+# either side ran them): 80 streams of 1,200 tokens in and 200 out, 20 of 2,560-token prompts with 48-token
+# outputs, an open-loop load of 30 requests per second of spread short prompts with mid outputs.
 # SPEC: case -> "C I O N [RATE RATIO]" (RATE and RATIO absent: all at once, fixed lengths).
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
@@ -25,7 +28,8 @@ declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4
                  [18]="40 256 192 120" [19]="6 2048 128 24" [20]="96 1024 160 192" [21]="24 1536 224 72" \
                  [22]="64 512 128 200 8 0.5" [23]="256 1024 256 300 24 0.3" [24]="8 2048 64 48 3 0.8" \
                  [25]="32 4096 128 64" [26]="16 512 1024 32" [27]="128 768 192 200 12 0.5" [28]="200 128 64 400" \
-                 [29]="10 896 96 40" [30]="48 320 288 144" [31]="160 640 48 320")
+                 [29]="10 896 96 40" [30]="48 320 288 144" [31]="160 640 48 320" \
+                 [32]="80 1200 200 160" [33]="20 2560 48 60" [34]="192 384 160 400 30 0.4")
 
 # dataset_args K: `vllm bench serve`'s workload arguments for case K (the random dataset, --ignore-eos, its
 # prompts and concurrency, and for an open-loop case its request rate and length spread), the same on both sides;
