@@ -15,7 +15,8 @@ each metric the mean over the runs, their range shown:
 the real card's own TTFT differs by up to 35% between leases (their hosts differ: host_speed.json), its TPOT
 by up to 5%. Cases 1-4 are the issue's table, 5-6 held out (no fit used their lengths or concurrencies; they
 partly hit the prefix cache filled by the earlier cases, on the real card as in the emulation: the random
-dataset's prompts share their first tokens across lengths). Errors are (emulated - real mean) / real mean.
+dataset's prompts share their first tokens across lengths). A case run twice on one server (caseKr.json) has
+its own row, `Kr`, against the real runs' repeats. Errors are (emulated - real mean) / real mean.
 Speed is virtual seconds of benchmark per wall second of emulation. With several emulated runs, a last table
 gives each error's mean and range over them (emulated runs are not yet deterministic), and the last one how
 far one run lands from the mean on each side: per case the standard deviation of one real lease and of one
@@ -56,6 +57,44 @@ REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_202
 CPU_ONLY_DIRS = [DATA / "vllm_spy_2026-12-03x"]
 # issue 5's bound on each metric's error (%)
 ACCEPT = 5.0
+
+
+class Repeat(int):
+    """The key of a case run a second time on one server (caseKr.json, cases.sh's case_name): its own row,
+    compared with the real runs' repeat of K, printed `Kr`, sorted right after K. Plain cases keep int keys."""
+
+    def __hash__(self):
+        return hash((int(self), "r"))
+
+    def __eq__(self, other):
+        return isinstance(other, Repeat) and int(self) == int(other)
+
+    def __ne__(self, other):
+        return not self == other
+
+    def _order(self, other) -> tuple[tuple, tuple]:
+        return (int(self), 1), (int(other), isinstance(other, Repeat))
+
+    def __lt__(self, other):
+        a, b = self._order(other)
+        return a < b
+
+    def __gt__(self, other):
+        a, b = self._order(other)
+        return a > b
+
+    def __str__(self):
+        return f"{int(self)}r"
+
+    __repr__ = __str__
+
+    def __format__(self, spec):
+        return format(str(self), spec)
+
+
+def case_key(text: str) -> int:
+    """The key of `K` or `Kr` (a case's name without its `case` prefix)."""
+    return Repeat(int(text[:-1])) if text.endswith("r") else int(text)
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
@@ -65,10 +104,10 @@ def load_cases(d: Path) -> dict[int, dict]:
     asks for the whole reference again (about 120 loads per call); the result is shared, not to be changed."""
     files = []
     for f in sorted(d.glob("case*.json*")):
-        m = re.fullmatch(r"case(\d+)\.json(\.gz)?", f.name)
+        m = re.fullmatch(r"case(\d+r?)\.json(\.gz)?", f.name)
         if m:
             st = f.stat()
-            files.append((int(m.group(1)), str(f), st.st_mtime_ns, st.st_size))
+            files.append((case_key(m.group(1)), str(f), st.st_mtime_ns, st.st_size))
     return _load_case_files(tuple(files))
 
 
@@ -89,12 +128,12 @@ def wall_times(d: Path) -> dict[int, tuple[float, float | None]]:
     marks: dict[tuple[int, str], float] = {}
     try:
         for line in (d / "wall.txt").read_text().splitlines():
-            m = re.match(r"case(\d+) rc=0 ([0-9.]+) s wall", line)
+            m = re.match(r"case(\d+r?) rc=0 ([0-9.]+) s wall", line)
             if m:
-                total[int(m.group(1))] = float(m.group(2))
-            m = re.match(r"case(\d+) (main_start|main_end) ([0-9.]+)$", line)
+                total[case_key(m.group(1))] = float(m.group(2))
+            m = re.match(r"case(\d+r?) (main_start|main_end) ([0-9.]+)$", line)
             if m:
-                marks[(int(m.group(1)), m.group(2))] = float(m.group(3))
+                marks[(case_key(m.group(1)), m.group(2))] = float(m.group(3))
     except OSError:
         pass
     out: dict[int, tuple[float, float | None]] = {}
@@ -160,7 +199,7 @@ def real_reference(real_dirs: list[Path], emulated_hits: dict[int, float] | None
 def counter_deltas(d: Path, names: list[str]) -> dict[int, list[float]]:
     """Per case, each of the server's counters `names` (summed over their label sets) after the case
     (metrics_caseK.txt) less after the case before it (the order of marks.txt); cases whose delta is unknown
-    (no counters before or after, a repeated case) are left out."""
+    (no counters before or after) are left out."""
     order = []
     try:
         for line in (d / "marks.txt").read_text().splitlines():
@@ -184,8 +223,8 @@ def counter_deltas(d: Path, names: list[str]) -> dict[int, list[float]]:
         if any(v is None for v in cur):
             prev = None
             continue
-        if prev is not None and cur[0] > prev[0] and not name.endswith("r"):
-            out[int(name[4:])] = [c - p for c, p in zip(cur, prev)]
+        if prev is not None and cur[0] > prev[0]:
+            out[case_key(name[4:])] = [c - p for c, p in zip(cur, prev)]
         prev = cur
     return out
 
@@ -365,8 +404,8 @@ def cpu_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     real: dict[str, dict[str, dict[str, list[float]]]] = {}
     for d in real_dirs:
         for case, spans in proc_cpu(d).items():
-            m = re.fullmatch(r"case(\d+)", case)
-            if m and (d.name, int(m.group(1))) in other_state:
+            m = re.fullmatch(r"case(\d+r?)", case)
+            if m and (d.name, case_key(m.group(1))) in other_state:
                 continue
             for span, roles in spans.items():
                 for role, v in roles.items():

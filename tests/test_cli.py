@@ -523,6 +523,20 @@ def test_bench_compare_spread_counts_cases_within_the_bound(tmp_path):
     assert lines[-1] == "within 5% on all three metrics: on the mean over the runs, case(s) 1; per run, 0 / 1 case(s)", lines
 
 
+def test_bench_compare_gives_a_case_run_twice_on_one_server_its_own_row(tmp_path):
+    """cases.sh names a case's second run on one server caseKr (the H100's case 31: 1,457 ms of TTFT first,
+    865 ms repeated, with 0.5% and 49% of its prompt tokens from the prefix cache): the repeat is its own row,
+    compared with the real repeat, after K and before K+1, in the run and the prefix-cache tables alike."""
+    from timewarp.integrations import bench_compare as bc
+
+    real = _ttft_run(tmp_path / "real", {3: 200.0, "3r": 100.0, 4: 50.0})
+    emu = _ttft_run(tmp_path / "emu", {3: 210.0, "3r": 95.0, 4: 50.0})
+    rows = [line.split(" | ")[:2] for line in bc.spread([emu], [real])[3:-1]]
+    assert rows == [["| 3", "+5.0%"], ["| 3r", "-5.0%"], ["| 4", "+0.0%"]], rows
+    assert sorted(bc.prefix_hits(emu)) == [3, bc.case_key("3r"), 4]
+    assert bc.case_key("3r") != 3 and bc.case_key("3") == 3 and str(bc.case_key("31r")) == "31r"
+
+
 def test_bench_compare_measures_the_real_cards_own_spread(tmp_path):
     """The floor under a single run's error: one run's standard deviation per case on each side, and each real
     lease against the mean of the other leases (leave one out), counted as the spread table counts an emulated
