@@ -616,3 +616,28 @@ def test_a_vllm_start_up_that_failed_in_flashinfers_build_says_so(tmp_path):
     log.write_text("RuntimeError: Engine core initialization failed.\n")
     assert known_cause(log) == ""
     assert known_cause(tmp_path / "missing.log") == ""
+
+
+def test_latency_compare_sets_an_offline_batch_against_the_real_runs(tmp_path):
+    """integrations/bench/vllm_latency_cases.sh writes vLLM's `bench latency` results as latency_B_I_O.json on
+    both sides: the table gives the real mean, the emulated latency and its error per case, and a result that
+    is not vLLM's JSON is named, not a traceback."""
+    import json
+
+    from timewarp.integrations import latency_compare as lc
+
+    def folder(name, cases):
+        d = tmp_path / name
+        d.mkdir()
+        for (b, i, o), lat in cases.items():
+            (d / f"latency_{b}_{i}_{o}.json").write_text(json.dumps({"avg_latency": lat, "latencies": [lat * 0.99, lat * 1.01]}))
+        return d
+
+    emu = folder("emu", {(64, 128, 256): 2.1, (1, 512, 128): 0.5})
+    real = [folder("r1", {(64, 128, 256): 2.0}), folder("r2", {(64, 128, 256): 2.2, (1, 512, 128): 0.625})]
+    lines = lc.table(emu, real)
+    assert lines[2].startswith("| 1 | 512 | 128 | 0.6250 | 0.5000 | -20.0% |"), lines
+    assert lines[3].startswith("| 64 | 128 | 256 | 2.1000 (2..2.2) | 2.1000 | +0.0% |"), lines
+    (real[0] / "latency_8_8_8.json").write_text("not json")
+    with pytest.raises(SystemExit, match="latency_8_8_8.json: not a `vllm bench latency` result"):
+        lc.load(real[0])

@@ -5,6 +5,8 @@
 #   STAGE=attn    predictors/calibration/vllm_attention_bench.py -> $OUT/{attention,cache_write}.csv, ...
 #   STAGE=record  integrations/record.py over predictors/calibration/vllm_workload.py -> $OUT/*.parquet
 #   STAGE=eagerprof  predictors/calibration/vllm_eager_profile.py (one prefill step, function by function)
+#   STAGE=latency integrations/bench/vllm_latency_cases.sh (offline `vllm bench latency`, LATENCY_SPECS "B:I:O ...")
+#                 -> $OUT/latency_*.json, .log
 #   STAGE=client  predictors/calibration/bench_client_intake.py twice -> $OUT/client_intake.jsonl (CPU only;
 #                 about 2 minutes a run on the H200 host: three `vllm bench serve` commands, 35 s of CPU each)
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
@@ -36,6 +38,8 @@ case "${STAGE:?}" in
           python3 predictors/calibration/vllm_eager_profile.py --model integrations/models/llama3-8b-shape \
             --out "$OUT/eager_profile.json" ${EAGERPROF_ARGS:-} > "$OUT/eager_profile.log" 2>&1; tail -5 "$OUT/eager_profile.log"
           [ -d "$OUT/timeline" ] && (cd "$OUT" && tar czf timeline.tar.gz timeline && rm -rf timeline) ;;
+  latency) python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
+          bash integrations/bench/vllm_latency_cases.sh "$OUT" ${LATENCY_SPECS:+"$LATENCY_SPECS"} ;;
   client) for i in 1 2; do
             python3 predictors/calibration/bench_client_intake.py >> "$OUT/client_intake.jsonl" 2>> "$OUT/client_intake.log"
           done; tail -c 3000 "$OUT/client_intake.jsonl" ;;
