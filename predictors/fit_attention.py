@@ -55,7 +55,8 @@ Huber-robust (IRLS), in three stages:
      tiles' cost: the per-tile cost those rows imply is 2.5-6 ns, where the offline recording's decode steps
      imply 15-25 ns (contexts of 72-2060) and the microbenchmark's 11 ns at 128 tokens of context, 3.5 at 512,
      about 0 from 1024. The offline recording is the exception (its decode steps run 1.1-1.4x the
-     microbenchmark's time at every size, for a reason not found); serving is what the emulator is run for, so
+     microbenchmark's time at every size, for a reason not found; offline `vllm bench latency` without the recorder
+     came out within 1.5% on a real H100, data/h100/vllm_latency_2026-12-06); serving is what the emulator is run for, so
      its decode steps set this cost, and the recording's held-out decode steps come out low (decode_short
      -36% median, decode_long -5%; with per_tile on every tile they were within 4-6%). Only decode steps:
      in case 23's steps with prompts (serving_mixed_rows, a check) the model is -6.1% median as it is and
