@@ -95,6 +95,8 @@ class Repeat(int):
 def case_key(text: str) -> int:
     """The key of `K` or `Kr` (a case's name without its `case` prefix)."""
     return Repeat(int(text[:-1])) if text.endswith("r") else int(text)
+
+
 METRICS = [("mean_ttft_ms", "TTFT ms"), ("mean_tpot_ms", "TPOT ms"), ("output_throughput", "out tok/s")]
 
 
