@@ -348,13 +348,14 @@ def prefix_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     return lines if len(lines) > 2 else []
 
 
-def proc_cpu(d: Path) -> dict[str, dict[str, dict[str, list[float]]]]:
+def proc_cpu(d: Path, system: bool = False) -> dict[str, dict[str, dict[str, list[float]]]]:
     """Per case, per span ("whole": the client command from its start to its end; "main": the client's main run,
     where main_marks noted it), the CPU seconds of the API server, the EngineCore and (main run only) the bench
     client, from proc_cpu.txt: [host CPU] on a real run, [host CPU, charged virtual s] on an emulated run that
-    logged its charges (TIMEWARP_CHARGE_DIR: Python's and native code's virtual charge). The server's processes
-    are those of the case's "start" lines; its API server the busiest python among them (the other is
-    multiprocessing's resource tracker); the client the busiest python process outside them."""
+    logged its charges (TIMEWARP_CHARGE_DIR: Python's and native code's virtual charge); with `system`,
+    [host CPU, of it in the kernel]. The server's processes are those of the case's "start" lines; its API
+    server the busiest python among them (the other is multiprocessing's resource tracker); the client the
+    busiest python process outside them."""
     f = d / "proc_cpu.txt"
     if not f.exists():
         return {}
@@ -364,7 +365,9 @@ def proc_cpu(d: Path) -> dict[str, dict[str, dict[str, list[float]]]]:
         if len(w) < 6 or w[1] not in ("start", "end", "main_start", "main_end") or not w[2].isdigit():
             continue
         vals = [float(w[4]) + float(w[5])]
-        if len(w) >= 12:
+        if system:
+            vals.append(float(w[5]))
+        elif len(w) >= 12:
             vals.append(float(w[7]) + float(w[9]))
         at.setdefault((w[0], w[1]), {})[int(w[2])] = (w[3], vals)
     out: dict[str, dict[str, dict[str, list[float]]]] = {}
@@ -559,6 +562,32 @@ def reproducibility(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
     return lines
 
 
+def system_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
+    """The share of each process's CPU spent in the kernel over the client's main run, real (all runs that
+    logged it, pooled) and here. The pace charges user and system time alike, and here, a VM, a system call
+    costs several times what it does on the H200 hosts (docs/LIMITATIONS.md: system time priced about 3x too
+    high)."""
+    emu = proc_cpu(emulated, system=True)
+    real: dict[str, dict[str, list[float]]] = {}
+    for d in real_dirs:
+        for case, spans in proc_cpu(d, system=True).items():
+            for role, v in spans.get("main", {}).items():
+                acc = real.setdefault(case, {}).setdefault(role, [0.0, 0.0])
+                acc[0], acc[1] = acc[0] + v[0], acc[1] + v[1]
+    roles = ("API server", "client")
+    lines = ["system time in % of CPU over the main run: real host (runs pooled) | this machine",
+             "| case | " + " | ".join(f"{r} real | here" for r in roles) + " |", "|" + "---|" * (1 + 2 * len(roles))]
+    for case in sorted(set(emu) & set(real), key=lambda c: (len(c), c)):
+        e = emu[case].get("main", {})
+        cells = [case]
+        for role in roles:
+            r, h = real[case].get(role), e.get(role)
+            cells += [f"{100 * r[1] / r[0]:.1f}%" if r and r[0] > 0 else "-",
+                      f"{100 * h[1] / h[0]:.1f}%" if h and h[0] > 0 else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines if len(lines) > 3 else []
+
+
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
@@ -573,6 +602,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n".join(first_request_table(d, a.real)))
         print("\n".join(phase_table(d, a.real)))
         print("\n".join(cpu_table(d, a.real + CPU_ONLY_DIRS)))
+        print("\n".join(system_table(d, a.real + CPU_ONLY_DIRS)))
     if len(a.emulated) > 1:
         print("\n".join(spread(a.emulated, a.real)))
     print("\n".join(reproducibility(a.emulated, a.real)))

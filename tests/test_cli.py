@@ -487,6 +487,30 @@ def test_bench_compare_cpu_per_process_over_the_main_run(tmp_path):
     assert table[3] == "| case1 | main | 2.00 (1) | 2.00 | 1.10 | 4.00 (1) | 4.00 | 1.00 | 1.00 (1) | 1.00 | 0.50 |", table
 
 
+def test_bench_compare_gives_the_share_of_cpu_spent_in_the_kernel(tmp_path):
+    """proc_cpu.txt's user and system columns over the main run: the share of each process's CPU in the kernel,
+    real (runs pooled) and here, where the pace charges both alike (the API server 3-10% on the H200 hosts,
+    13-24% here)."""
+    from timewarp.integrations import bench_compare as bc
+
+    def write(name, api, client):
+        d = tmp_path / name
+        d.mkdir()
+        rows = []
+        for edge, k in (("start", 0), ("main_start", 0), ("main_end", 1), ("end", 1)):
+            rows.append(f"case3 {edge} 10 python3 {api[0] * k} {api[1] * k}")
+            rows.append(f"case3 {edge} 12 VLLM::EngineCor {5.0 * k} {0.1 * k}")
+            if edge.startswith("main"):
+                rows.append(f"case3 {edge} 20 python3 {client[0] * k} {client[1] * k}")
+        (d / "proc_cpu.txt").write_text("\n".join(rows) + "\n")
+        return d
+
+    real = [write("r1", (3.6, 0.3), (1.9, 0.2)), write("r2", (3.2, 0.3), (2.1, 0.3))]
+    emu = write("emu", (8.0, 2.0), (4.5, 1.5))
+    table = bc.system_table(emu, real)
+    assert table[3] == "| case3 | 8.1% | 20.0% | 11.1% | 25.0% |", table
+
+
 def test_main_marks_notes_the_main_runs_edges(tmp_path):
     """cases.sh's main_marks passes the bench client's output through and, at the lines where its main run
     starts and its results print, notes the real time (wall.txt) and every process's CPU under the root
