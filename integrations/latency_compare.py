@@ -28,26 +28,28 @@ def load(d: Path) -> dict[tuple[int, int, int], dict]:
     return out
 
 
+def _spread(res: dict) -> str:
+    """The slowest timed iteration over the fastest."""
+    lat = res.get("latencies") or [res["avg_latency"]]
+    return f"{max(lat) / min(lat):.3f}"
+
+
 def table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     emu = load(emulated)
     reals = [load(d) for d in real_dirs]
     lines = ["| batch | in | out | latency s real (runs) | emulated | err | per output token ms real | emulated "
              "| iterations max/min real | emulated |", "|" + "---|" * 10]
     for key in sorted(emu):
-        rv = [r[key]["avg_latency"] for r in reals if key in r]
-        if not rv:
+        runs = [r[key] for r in reals if key in r]
+        if not runs:
             continue
+        rv = [r["avg_latency"] for r in runs]
         real = sum(rv) / len(rv)
         e = emu[key]["avg_latency"]
         span = f" ({min(rv):.4g}..{max(rv):.4g})" if len(rv) > 1 else ""
         out = key[2]
-
-        def ratio(res):
-            lat = res.get("latencies") or [res["avg_latency"]]
-            return f"{max(lat) / min(lat):.3f}"
-        first_real = next(r[key] for r in reals if key in r)
         lines.append(f"| {key[0]} | {key[1]} | {out} | {real:.4f}{span} | {e:.4f} | {(e - real) / real * 100:+.1f}% | "
-                     f"{real / out * 1e3:.3f} | {e / out * 1e3:.3f} | {ratio(first_real)} | {ratio(emu[key])} |")
+                     f"{real / out * 1e3:.3f} | {e / out * 1e3:.3f} | {_spread(runs[0])} | {_spread(emu[key])} |")
     return lines
 
 
