@@ -79,8 +79,9 @@ def test_full_graph_replays_attention_at_the_step_context(step_graph_output):
 def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(step_graph_output):
     """vLLM's profiler in `vllm serve` on the real H200 (case 3: 64 requests decoding at contexts of 513-768)
     timed FA3's main kernel at 53.2 us per layer (predictors/data/h200/vllm_2026-11-30e). The replay of a
-    graph holding that attention (and a host function) under the same step context takes that plus its own
-    launch; with a decode tile priced like a prompt's (21.8 ns, the offline recording's) it took 64 us."""
+    graph holding that attention (and a host function) under the same step context, timed on its stream
+    alone (behind a long replay: no launch in it), takes that within 5%; with a decode tile priced like a
+    prompt's (21.8 ns, the offline recording's) the replay took 64 us with its launch."""
     pytest.importorskip("pandas")
     from timewarp.predictors import fit_attention
 
@@ -89,7 +90,7 @@ def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(step_grap
     assert len(row) == 1 and row.ctx.iloc[0] == 640, serving
     real_us = row.y_ns.iloc[0] / 1e3
     got = _json_result(step_graph_output)["decode_64x640_us"]
-    assert real_us <= got <= 1.08 * real_us, (got, real_us)
+    assert 0.95 * real_us <= got <= 1.05 * real_us, (got, real_us)
 
 
 def _moe_expected_us(tokens: int, block_m: int, e=60, top_k=4, n=2816, k=2048) -> float:

@@ -193,8 +193,12 @@ void tw_hostfn_submit(void (*fn)(void *), void *data, uint64_t at) {
         while (hf_started && !hf_ready) pthread_cond_wait(&hf_ready_cond, &hf_lock);
     }
     if (hf_slot && tw_tk) {   /* the keeper's clock may not pass this callback before it has run */
-        uint64_t first = hf_head ? hf_head->at : at;
-        hf_slot->deadline = first < at ? first : at;
+        /* the earliest callback not yet run: also the one the worker has taken and waits to run (hf_head no
+         * longer holds it), else this deadline would let the clock pass it and it would run late */
+        uint64_t first = at;
+        if (hf_head && hf_head->at < first) first = hf_head->at;
+        if (hf_running_at < first) first = hf_running_at;
+        hf_slot->deadline = first;
         __atomic_add_fetch(&hf_slot->seq, 1, __ATOMIC_RELEASE);
         __atomic_store_n(&hf_slot->state, TW_SLOT_SLEEP, __ATOMIC_RELEASE);
         __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);

@@ -112,8 +112,9 @@ tw_tk_slot *tw_tk_claim(tw_tk_shared *k, int32_t pid, int32_t tid, uint64_t cloc
     s->ext = 0;
     STORE(&s->flags, 0);
     /* CPU time at `clock`: unknown here (a slot handed to a child before it runs, or claimed by a thread
-     * that stores its own right after); 0 lets the keeper extrapolate a new process by all of its CPU time
-     * instead of freezing it at a previous owner's reading */
+     * that stores its own at its first reading); 0 tells the keeper so: it holds the slot at `clock` until
+     * then (a previous owner's reading would freeze it longer; extrapolating by all of the thread's CPU time
+     * counted what the thread's clock does not) */
     STORE(&s->cpu, 0);
     STORE(&s->clock, clock);
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);

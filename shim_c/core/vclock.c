@@ -177,13 +177,34 @@ void tw_clock_forget_cpu(void) { thread_cpu_last = tw_thread_cpu_ns(); }
  * charged: while paused, a reading does not add CPU time, and resuming drops what was spent. */
 static __thread int charge_paused;
 
+/* The keeper extrapolates a running thread that has not read its clock for a while by the CPU it used
+ * (keeper.c). CPU that is not charged must not be extrapolated: the keeper's clock ran ahead of the thread,
+ * which then acted below it, where the keeper's order no longer holds (a graph's host function ran after
+ * a later one: tests/c/test_step_graph.c; the predictor's tables load paused, ~10 virtual ms). */
+static void slot_paused(int on) {
+    tw_tk_slot *s = tw_tk && !thread_private ? tw_tk_thread_slot(thread_now) : NULL;
+    if (!s) return;
+    if (on) {
+        __atomic_or_fetch(&s->flags, TW_SLOT_PAUSED, __ATOMIC_RELEASE);
+    } else {
+        __atomic_store_n(&s->cpu, thread_cpu_last, __ATOMIC_RELEASE);   /* the base from which it charges again */
+        __atomic_and_fetch(&s->flags, ~TW_SLOT_PAUSED, __ATOMIC_RELEASE);
+    }
+}
+
 void tw_charge_pause(void) {
-    if (charge_paused == 0) (void)tw_now();  /* charge what ran until now, then stop */
+    if (charge_paused == 0) {
+        (void)tw_now();  /* charge what ran until now, then stop */
+        slot_paused(1);
+    }
     charge_paused++;
 }
 
 void tw_charge_resume(void) {
-    if (charge_paused > 0 && --charge_paused == 0) thread_cpu_last = tw_thread_cpu_ns();
+    if (charge_paused > 0 && --charge_paused == 0) {
+        thread_cpu_last = tw_thread_cpu_ns();
+        slot_paused(0);
+    }
 }
 
 /* CPU time of this emulation host that the next readings should not charge: measured overheads of the

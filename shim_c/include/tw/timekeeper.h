@@ -46,6 +46,7 @@ extern "C" {
 /* slot flags */
 #define TW_SLOT_FEEDER 1u   /* an own-clock thread that hands its process data through memory (tw_clock_feeder_thread) */
 #define TW_SLOT_OWN 2u      /* a thread whose clock is its own (tw_clock_io_thread): not on its process's timeline */
+#define TW_SLOT_PAUSED 4u   /* its CPU is not charged now (tw_charge_pause): the keeper must not extrapolate it */
 
 enum { TW_SLOT_FREE = 0, TW_SLOT_RUN = 1, TW_SLOT_SLEEP = 2, TW_SLOT_TWAIT = 3, TW_SLOT_BLOCK = 4, TW_SLOT_LOST = 5 };
 
