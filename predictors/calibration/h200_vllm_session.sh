@@ -7,6 +7,8 @@
 #   STAGE=eagerprof  predictors/calibration/vllm_eager_profile.py (one prefill step, function by function)
 #   STAGE=latency integrations/bench/vllm_latency_cases.sh (offline `vllm bench latency`, LATENCY_SPECS "B:I:O ...")
 #                 -> $OUT/latency_*.json, .log
+#   STAGE=syscalls  predictors/calibration/syscall_probe.py three times -> $OUT/syscall_probe_{1,2,3}.json (CPU only,
+#                 about 20 s: the kernel's CPU per system call beside the pace probe's time)
 #   STAGE=client  predictors/calibration/bench_client_intake.py twice -> $OUT/client_intake.jsonl (CPU only;
 #                 about 2 minutes a run on the H200 host: three `vllm bench serve` commands, 35 s of CPU each)
 #   STAGE=serve   predictors/host_speed.py, coordinator/pace.py's probe (before, during, after), then
@@ -40,12 +42,14 @@ case "${STAGE:?}" in
           [ -d "$OUT/timeline" ] && (cd "$OUT" && tar czf timeline.tar.gz timeline && rm -rf timeline) ;;
   latency) python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
           bash integrations/bench/vllm_latency_cases.sh "$OUT" ${LATENCY_SPECS:+"$LATENCY_SPECS"} ;;
+  syscalls) for i in 1 2 3; do python3 predictors/calibration/syscall_probe.py --out "$OUT/syscall_probe_$i.json"; done ;;
   client) for i in 1 2; do
             python3 predictors/calibration/bench_client_intake.py >> "$OUT/client_intake.jsonl" 2>> "$OUT/client_intake.log"
           done; tail -c 3000 "$OUT/client_intake.jsonl" ;;
   record) python3 integrations/record.py --out "$OUT" --window program --no-shapes -- \
             predictors/calibration/vllm_workload.py --model integrations/models/llama3-8b-shape ${WORKLOAD_ARGS:-} ;;
   serve)  python3 predictors/host_speed.py --out "$OUT/host_speed.json" > /dev/null
+          python3 predictors/calibration/syscall_probe.py --out "$OUT/syscall_probe.json" > /dev/null
           # INDUCTOR_HOST=1: predictors/programs/inductor_host.py twice first, on the idle GPU
           [ "${INDUCTOR_HOST:-0}" = 1 ] && for i in 1 2; do
             python3 predictors/programs/inductor_host.py >> "$OUT/inductor_host.jsonl" 2>> "$OUT/inductor_host.log"; done
