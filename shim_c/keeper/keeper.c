@@ -113,11 +113,13 @@ static int pass(tw_tk_shared *k, double host_speed, int64_t t) {
             continue;
         }
         if (st != TW_SLOT_RUN) continue;
-        uint64_t base = LOAD(&s->cpu);
         /* computing, or it was since the last look: extrapolate by its CPU time; not CPU it will not be
          * charged: paused (tw_charge_pause), or before its first reading (base 0: a slot claimed for it or
-         * handed to it; what a new process spends loading is not on its clock) */
-        if (cpu > base && base && !(LOAD(&s->flags) & TW_SLOT_PAUSED)) {
+         * handed to it; what a new process spends loading is not on its clock). The flag is read first: a
+         * thread that resumes stores its new base before it clears the flag. */
+        int paused = (LOAD(&s->flags) & TW_SLOT_PAUSED) != 0;
+        uint64_t base = LOAD(&s->cpu);
+        if (cpu > base && base && !paused) {
             uint64_t x = LOAD(&s->clock) + (uint64_t)((double)(cpu - base) * tw_tk_pace(k, -1, host_speed));
             __atomic_store_n(&s->ext, x, __ATOMIC_RELEASE);
         }
