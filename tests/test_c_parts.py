@@ -93,6 +93,16 @@ def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(step_grap
     assert 0.95 * real_us <= got <= 1.05 * real_us, (got, real_us)
 
 
+def test_keeper_does_not_move_the_clock_past_a_thread_by_its_uncharged_cpu(tmp_path):
+    """tests/c/test_keeper_paused.c: a thread computes 60 ms with its charge paused (the emulator's own work)
+    while another sleeps 5 virtual ms. The sleeper wakes only after the first has resumed, and the first's
+    clock is not pushed by its paused CPU (20 ms of sleep, not 25). With the keeper extrapolating paused CPU,
+    the sleeper woke during it and the run ended at 25 ms."""
+    t = _json_result(_run_c_test(tmp_path, "test_keeper_paused"))
+    assert t["sleeper_saw_resumed"] == 1, t
+    assert 20.0 <= t["virtual_ms"] < 21.0, t
+
+
 def _moe_expected_us(tokens: int, block_m: int, e=60, top_k=4, n=2816, k=2048) -> float:
     """moe.c's batched GEMM over the experts touched, timed by profile.tsv's moemodel row at the H200's rates."""
     import math
