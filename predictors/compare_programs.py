@@ -40,7 +40,9 @@ FIGURES = [
     ("device_basics.py", "graph_replay10_ms", "CUDA graph, 10 replays (ms)", "GPU"),
     ("virtual_time.py 1.0", "perf_counter_s", "~1 s of GEMMs, perf_counter (s)", "GPU (power cap)"),
     ("compile_and_llama.py --generate", "compile_10_ms", "torch.compile'd fn, 10 calls (ms)", "host"),
-    ("demo", "prefill_ms", "demo prefill 512 tokens, events (ms)", "GPU"),
+    # the demo's prefill is eager: its launches keep the GPU waiting on the host (real 15.1-23.4 ms across hosts;
+    # here six runs of one build gave 14.3-19.2 ms)
+    ("demo", "prefill_ms", "demo prefill 512 tokens, events (ms)", "host+GPU"),
     ("demo", "decode_ms", "demo decode, per token (ms)", "host+GPU"),
     # host time per eager call (predictors/programs/host_ops.py; real: host_ops_2026-11-30, three runs)
     ("host_ops.py --quick", "add_m1", "host: eager add, 1x4096 bf16 (us)", "host"),
