@@ -564,9 +564,8 @@ def reproducibility(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
 
 def system_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     """The share of each process's CPU spent in the kernel over the client's main run, real (all runs that
-    logged it, pooled) and here. The pace charges user and system time alike, and here, a VM, a system call
-    costs several times what it does on the H200 hosts (docs/LIMITATIONS.md: system time priced about 3x too
-    high)."""
+    logged it, pooled) and here. The pace charges user and system time alike, though the kernel's cost does not
+    follow the pace's probe (docs/LIMITATIONS.md, "Kernel time")."""
     emu = proc_cpu(emulated, system=True)
     real: dict[str, dict[str, list[float]]] = {}
     for d in real_dirs:

@@ -42,19 +42,16 @@ def _pace_probe_us() -> float | None:
             return None
     finally:
         sys.path.pop(0)
-    runs = []
-    for _ in range(9):
-        pace.probe()
-        runs.append(pace.timed_probe())
+    runs = [pace.timed_probe() for _ in range(9)]   # each warms its probe first
     return sorted(runs)[len(runs) // 2]
 
 
-def _ops() -> dict:
-    """name -> (one call, teardown)."""
+def _ops():
+    """({name: one call}, a function that closes what the calls use)."""
     ops = {}
-    ops["getppid"] = (os.getppid, None)
-    ops["clock_thread_cputime"] = (lambda: time.clock_gettime_ns(time.CLOCK_THREAD_CPUTIME_ID), None)
-    ops["clock_monotonic"] = (time.monotonic_ns, None)   # vDSO: no system call; the loop's own cost
+    ops["getppid"] = os.getppid
+    ops["clock_thread_cputime"] = lambda: time.clock_gettime_ns(time.CLOCK_THREAD_CPUTIME_ID)
+    ops["clock_monotonic"] = time.monotonic_ns   # vDSO: no system call; the loop's own cost
 
     a, b = socket.socketpair()
     small, big = b"x" * 64, b"x" * 16384
@@ -66,8 +63,8 @@ def _ops() -> dict:
     def unix_16k():
         a.send(big)
         b.recv(65536)
-    ops["unix_send_recv_64"] = (unix_small, None)
-    ops["unix_send_recv_16k"] = (unix_16k, None)
+    ops["unix_send_recv_64"] = unix_small
+    ops["unix_send_recv_16k"] = unix_16k
 
     srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
@@ -83,22 +80,22 @@ def _ops() -> dict:
         n = 0
         while n < len(kb):
             n += len(s.recv(65536))
-    ops["tcp_send_recv_1k"] = (tcp_1k, None)
+    ops["tcp_send_recv_1k"] = tcp_1k
 
     ep = select.epoll()
     ep.register(b.fileno(), select.EPOLLIN)
-    ops["epoll_wait_0"] = (lambda: ep.poll(0), None)
-    ops["select_0"] = (lambda: select.select([b], [], [], 0), None)
+    ops["epoll_wait_0"] = lambda: ep.poll(0)
+    ops["select_0"] = lambda: select.select([b], [], [], 0)
 
     r, w = os.pipe()
 
     def pipe_64():
         os.write(w, small)
         os.read(r, 65536)
-    ops["pipe_write_read_64"] = (pipe_64, None)
+    ops["pipe_write_read_64"] = pipe_64
     here = str(Path(__file__))
-    ops["stat"] = (lambda: os.stat(here), None)
-    ops["sched_yield"] = (os.sched_yield, None)
+    ops["stat"] = lambda: os.stat(here)
+    ops["sched_yield"] = os.sched_yield
 
     def close():
         for x in (a, b, c, s, srv):
@@ -118,7 +115,7 @@ def measure(loop_s: float = LOOP_S) -> dict:
     ops, close = _ops()
     out = {}
     try:
-        for name, (fn, _) in ops.items():
+        for name, fn in ops.items():
             for _ in range(200):   # warm
                 fn()
             n, batch = 0, 256

@@ -181,8 +181,10 @@ static __thread int charge_paused;
  * (keeper.c). CPU that is not charged must not be extrapolated: the keeper's clock ran ahead of the thread,
  * which then acted below it, where the keeper's order no longer holds (a graph's host function ran after
  * a later one: tests/c/test_step_graph.c; the predictor's tables load paused, ~10 virtual ms). */
+static inline tw_tk_slot *keeper_slot(void);
+
 static void slot_paused(int on) {
-    tw_tk_slot *s = tw_tk && !thread_private ? tw_tk_thread_slot(thread_now) : NULL;
+    tw_tk_slot *s = keeper_slot();
     if (!s) return;
     if (on) {
         __atomic_or_fetch(&s->flags, TW_SLOT_PAUSED, __ATOMIC_RELEASE);
