@@ -18,7 +18,10 @@
 # open-loop load of spread mid lengths at a high request rate, 200 concurrent short requests; 29-31: held out
 # (45th session); 32-34: held out from everything up to the forty-sixth session (47th session, chosen before
 # either side ran them): 80 streams of 1,200 tokens in and 200 out, 20 of 2,560-token prompts with 48-token
-# outputs, an open-loop load of 30 requests per second of spread short prompts with mid outputs.
+# outputs, an open-loop load of 30 requests per second of spread short prompts with mid outputs; 35-37: held out
+# from everything up to the forty-eighth session (49th session, chosen before either side ran them): two streams of
+# 3,584-token prompts, 112 streams of short prompts with 384-token decodes, an open-loop load of 6 requests per
+# second of spread 1,536-token prompts.
 # SPEC: case -> "C I O N [RATE RATIO]" (RATE and RATIO absent: all at once, fixed lengths).
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
@@ -29,7 +32,8 @@ declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4
                  [22]="64 512 128 200 8 0.5" [23]="256 1024 256 300 24 0.3" [24]="8 2048 64 48 3 0.8" \
                  [25]="32 4096 128 64" [26]="16 512 1024 32" [27]="128 768 192 200 12 0.5" [28]="200 128 64 400" \
                  [29]="10 896 96 40" [30]="48 320 288 144" [31]="160 640 48 320" \
-                 [32]="80 1200 200 160" [33]="20 2560 48 60" [34]="192 384 160 400 30 0.4")
+                 [32]="80 1200 200 160" [33]="20 2560 48 60" [34]="192 384 160 400 30 0.4" \
+                 [35]="2 3584 96 10" [36]="112 192 384 224" [37]="48 1536 128 120 6 0.6")
 
 # dataset_args K: `vllm bench serve`'s workload arguments for case K (the random dataset, --ignore-eos, its
 # prompts and concurrency, and for an open-loop case its request rate and length spread), the same on both sides;
