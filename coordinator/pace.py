@@ -75,6 +75,13 @@ NATIVE_TARGET_US = 650.0
 # was the eighteenth session's (x0.46, 964 us), so the blend leaves the pace of the state TARGET_US was fitted in as
 # it was. TIMEWARP_PACE_BLEND_US overrides it (0: Python's pace alone).
 BLEND_US = 443.0
+# The price of the kernel's CPU time (a thread's system time: its system calls), charged apart from the pace
+# (shim_c/core/vclock.c): virtual ns per ns. Why: the probes above run in user mode, and this machine's states
+# that slow them 2x leave a system call's CPU within about 20% (predictors/data/h200/syscall_probe_2026-12-06);
+# priced at the pace, the 13-32% of the serving processes' CPU spent in the kernel here swung with it. A fixed
+# price: the pace of the state the host prices were fitted in (x0.46, BLEND_US above), so that on average the
+# charge stays where it was fitted. TIMEWARP_KERNEL_PRICE overrides it (0: charged at the pace, as before).
+KERNEL_PRICE = 0.46
 NATIVE_EVERY = 5
 NATIVE_TOKENS = 256
 TOKENIZER = Path(__file__).resolve().parents[1] / "integrations" / "models" / "llama3-8b-shape" / "tokenizer.json"

@@ -597,6 +597,7 @@ class Pricing(NamedTuple):
     pace_target_us: float | None     # the pace probe's target, None when it does not run
     native_target_us: float | None   # the native probe's target, None: native code on Python's pace
     blend_us: float                  # Python's pace blended with the native probe's (0: not)
+    kernel_price: float | None = None  # virtual ns per ns of system time, None: charged as the rest
 
 
 def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
@@ -604,13 +605,15 @@ def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
     without a coordinator, its fallback factor) unless TIMEWARP_HOST_SPEED fixes a factor or
     TIMEWARP_HOST_PACE=0 turns it off (CPU time charged as measured). Native code has a pace of its own, and
     the Python pace is blended with it, unless TIMEWARP_NATIVE_PACE=0 (then native code is charged Python's
-    pace, unblended)."""
+    pace, unblended). Kernel time (system calls) has a fixed price of its own with the pace (kernel_price)."""
     base = os.environ if base is None else base
     speed = _positive(base, "TIMEWARP_HOST_SPEED", "target-host CPU seconds per CPU second here")
+    # without the pace, kernel time is priced apart only where TIMEWARP_KERNEL_PRICE says so
+    given = kernel_price(base, 1.0) if base.get("TIMEWARP_KERNEL_PRICE") else None
     if speed is not None:
-        return Pricing(speed, None, None, 0.0)
+        return Pricing(speed, None, None, 0.0, given)
     if base.get("TIMEWARP_HOST_PACE", "1") in ("0", "off", "no"):
-        return Pricing(1.0, None, None, 0.0)
+        return Pricing(1.0, None, None, 0.0, given)
     from timewarp.coordinator import pace
     # the defaults price the median H200 host measured; TIMEWARP_HOST_SLOWDOWN scales them for a slower (or,
     # below 1, faster) one: H200 leases' hosts ran vLLM's host work 0.72-1.42x the median's time
@@ -620,12 +623,27 @@ def host_pricing(base: Mapping[str, str] | None = None) -> Pricing:
     target = _positive(base, "TIMEWARP_PACE_TARGET_US",
                        "the host pace probe's CPU time on the target host, in microseconds") or pace.TARGET_US * slow
     if base.get("TIMEWARP_NATIVE_PACE", "1") in ("0", "off", "no"):
-        return Pricing(pace.fallback_factor(target), target, None, 0.0)
+        return Pricing(pace.fallback_factor(target), target, None, 0.0, kernel_price(base, slow))
     native = _positive(base, "TIMEWARP_NATIVE_TARGET_US",
                        "the native probe's CPU time on the target host, in microseconds") or pace.NATIVE_TARGET_US * slow
     blend = _positive(base, "TIMEWARP_PACE_BLEND_US", "the native probe's time at which the blend leaves the "
                       "Python pace as it is, in microseconds; 0 turns the blend off", zero_ok=True)
-    return Pricing(pace.fallback_factor(target), target, native, pace.BLEND_US * slow if blend is None else blend)
+    return Pricing(pace.fallback_factor(target), target, native, pace.BLEND_US * slow if blend is None else blend,
+                   kernel_price(base, slow))
+
+
+def kernel_price(base: Mapping[str, str], slow: float) -> float | None:
+    """The price of the kernel's CPU time (system calls), apart from the pace (shim_c/core/vclock.c): virtual ns
+    per ns of a thread's system time. TIMEWARP_KERNEL_PRICE sets it; 0 charges it at the pace, as user time."""
+    from timewarp.coordinator import pace
+    given = _positive(base, "TIMEWARP_KERNEL_PRICE", "virtual ns charged per ns of system time here; 0 charges it "
+                      "at the host pace", zero_ok=True)
+    if given is None:
+        return min(pace.KERNEL_PRICE * slow, KERNEL_PRICE_MAX)
+    return min(given, KERNEL_PRICE_MAX) or None
+
+
+KERNEL_PRICE_MAX = 20.0   # the pace's own bound (coordinator/pace.py publishes at most 20x)
 
 
 def native_cold_env(pricing: Pricing, base: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -656,6 +674,8 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
 
     pricing = host_pricing()
     cold = native_cold_env(pricing)
+    if pricing.kernel_price:
+        cold["TIMEWARP_KERNEL_PRICE"] = f"{pricing.kernel_price:.4f}"
     try:
         if join:
             reply = server.join(join, token)
@@ -735,6 +755,9 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                     n = pace["native"]
                     lines.append(f"  native pace: marked native code (a tokenizer's) charged x{n['mean']:.2f} on "
                                  f"average (p10 {n['p10']:.2f}, p90 {n['p90']:.2f})")
+                    if cenv.get("TIMEWARP_KERNEL_PRICE"):
+                        lines.append(f"  kernel time: system calls' CPU charged x{cenv['TIMEWARP_KERNEL_PRICE']} "
+                                     "(a fixed price: it does not follow the pace here; coordinator/pace.py)")
                     if cenv.get("TIMEWARP_NATIVE_COLD_US"):
                         lines.append(f"  cold tokenizer call: up to {cenv['TIMEWARP_NATIVE_COLD_US']} us of this "
                                      "machine's CPU not charged per tokenization (a cache refill; coordinator/pace.py)")

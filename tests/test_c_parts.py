@@ -103,6 +103,22 @@ def test_keeper_does_not_move_the_clock_past_a_thread_by_its_uncharged_cpu(tmp_p
     assert 20.0 <= t["virtual_ms"] < 21.0, t
 
 
+def test_kernel_time_is_charged_at_its_own_price(tmp_path):
+    """tests/c/test_kernel_price.c: at a fixed host factor of 1, 200 ms of user-mode work advance the virtual
+    clock by its CPU time, and 200 ms of system time (64 KiB reads of /dev/zero) by that time at
+    TIMEWARP_KERNEL_PRICE (0.25 here; shim_c/core/vclock.c). Without the price both phases run at the factor."""
+    env = {**os.environ, "TIMEWARP_HOST_SPEED": "1"}
+    env.pop("TIMEWARP_KERNEL_PRICE", None)
+    plain = _json_result(_run_c_test(tmp_path, "test_kernel_price", env=env))
+    priced = _json_result(_run_c_test(tmp_path, "test_kernel_price", env={**env, "TIMEWARP_KERNEL_PRICE": "0.25"}))
+    for t in (plain, priced):
+        assert t["kernel_sys_share"] > 0.8 and 0.9 < t["user"] < 1.1, (plain, priced)
+    assert 0.9 < plain["kernel"] < 1.1, plain
+    # the user share of the kernel phase at the factor, its system share at the price (tick-split: +-0.1)
+    expect = (1 - priced["kernel_sys_share"]) + 0.25 * priced["kernel_sys_share"]
+    assert abs(priced["kernel"] - expect) < 0.1, (priced, expect)
+
+
 def _moe_expected_us(tokens: int, block_m: int, e=60, top_k=4, n=2816, k=2048) -> float:
     """moe.c's batched GEMM over the experts touched, timed by profile.tsv's moemodel row at the H200's rates."""
     import math

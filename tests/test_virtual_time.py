@@ -258,11 +258,18 @@ def test_a_slower_target_host_scales_the_pace():
     stand for: it scales the three probe targets, an explicit target stays as given, and a slowdown far above
     any host's pins the pace at its bound, 20x."""
     from timewarp.coordinator import pace
-    from timewarp.integrations.launcher import host_pricing
+    from timewarp.integrations.launcher import LauncherError, host_pricing
     p = host_pricing({"TIMEWARP_HOST_SLOWDOWN": "1.35"})
     assert (p.pace_target_us, p.native_target_us, p.blend_us) == pytest.approx(
         (pace.TARGET_US * 1.35, pace.NATIVE_TARGET_US * 1.35, pace.BLEND_US * 1.35))
     assert host_pricing({"TIMEWARP_HOST_SLOWDOWN": "2", "TIMEWARP_PACE_TARGET_US": "100"}).pace_target_us == 100
+    # the kernel's price scales too, within the pace's bound; 0 charges kernel time at the pace; junk is named
+    assert p.kernel_price == pytest.approx(pace.KERNEL_PRICE * 1.35)
+    assert host_pricing({"TIMEWARP_HOST_SLOWDOWN": "1e4"}).kernel_price == 20
+    assert host_pricing({"TIMEWARP_KERNEL_PRICE": "0"}).kernel_price is None
+    assert host_pricing({"TIMEWARP_KERNEL_PRICE": "0.3", "TIMEWARP_HOST_SLOWDOWN": "2"}).kernel_price == 0.3
+    with pytest.raises(LauncherError, match="TIMEWARP_KERNEL_PRICE"):
+        host_pricing({"TIMEWARP_KERNEL_PRICE": "cheap"})
     run = run_emulated(_PACED_LOOP, env={"TIMEWARP_HOST_SLOWDOWN": "1e4"})
     assert run.rc == 0, run.stderr[-3000:]
     assert statistics.median(run.result["ratios"]) == pytest.approx(20, rel=0.05)

@@ -74,9 +74,10 @@ real() { cut -d' ' -f1 /proc/uptime; }
 # proc_cpu PY LABEL ROOT_PID: one line per process of the tree under ROOT_PID (it included), "LABEL pid comm
 # user_s sys_s" (the CPU time each has used so far), taken before and after each case: the API server's and the
 # EngineCore's CPU per case (the bench client's comes from bash's `time` around it, as TIMEFORMAT lines).
-# Under timewarp with TIMEWARP_CHARGE_DIR set (shim_c/core/charge_log.c), six more columns: what the process's
+# Under timewarp with TIMEWARP_CHARGE_DIR set (shim_c/core/charge_log.c), eight more columns: what the process's
 # CPU was charged so far, s: Python's host CPU and its virtual charge, native code's host CPU and its virtual
-# charge, time added for the real stack's host paths, host CPU before the clock's reading overhead came off
+# charge, time added for the real stack's host paths, host CPU before the clock's reading overhead came off,
+# and where kernel time is priced apart (TIMEWARP_KERNEL_PRICE) the system time so priced and its charge
 proc_cpu() {
   "$1" - "$2" "$3" <<'PYEOF'
 import os, struct, sys
@@ -102,7 +103,8 @@ for pid in sorted(tree & stats.keys()):
     extra = ""
     try:
         with open(f"{os.environ['TIMEWARP_CHARGE_DIR']}/charge.{pid}", "rb") as f:
-            extra = "".join(f" {v / 1e9:.3f}" for v in struct.unpack("<6Q", f.read(48)))
+            raw = f.read()
+            extra = "".join(f" {v / 1e9:.3f}" for v in struct.unpack(f"<{len(raw) // 8}Q", raw[:len(raw) // 8 * 8]))
     except (KeyError, OSError, struct.error):
         pass
     print(f"{label} {pid} {comm.replace(' ', '_')} {u / tck:.2f} {s / tck:.2f}{extra}")

@@ -53,7 +53,8 @@ int tw_clock_on_timeline(void);     /* vclock.c: the calling thread reads its pr
 
 /* charge_log.c: running totals of what this process's CPU was charged (TIMEWARP_CHARGE_DIR), or NULL */
 enum tw_charge_field { TW_CHARGE_HOST_PY, TW_CHARGE_VIRT_PY, TW_CHARGE_HOST_NATIVE, TW_CHARGE_VIRT_NATIVE,
-                       TW_CHARGE_ADDED, TW_CHARGE_RAW, TW_CHARGE_FIELDS };
+                       TW_CHARGE_ADDED, TW_CHARGE_RAW, TW_CHARGE_HOST_KERNEL, TW_CHARGE_VIRT_KERNEL,
+                       TW_CHARGE_FIELDS };
 extern _Atomic uint64_t *tw_charge_tab;
 static inline void tw_charge_count(int f, uint64_t ns) {
     if (__builtin_expect(tw_charge_tab != NULL, 0) && ns)

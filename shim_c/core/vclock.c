@@ -15,6 +15,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 #include <time.h>
@@ -126,6 +127,67 @@ static uint64_t measure_read_overhead(void) {
     return best_now > best_vdso ? best_now - best_vdso : 0;
 }
 
+/* Kernel time priced apart (TIMEWARP_KERNEL_PRICE: virtual ns per ns of a thread's system time; 0 or unset:
+ * charged as the rest). Why: the pace (coordinator/pace.py) is measured by a user-mode probe, and this machine's
+ * states that slow it 2x leave a system call's CPU within about 20% (predictors/data/h200/syscall_probe_2026-12-06);
+ * priced at the pace, the 13-32% of the serving processes' CPU spent in the kernel here swung with it.
+ * A thread's system time comes from getrusage(RUSAGE_THREAD), which the kernel splits from the exact CPU time by
+ * tick samples: read once per KERNEL_SAMPLE_NS of the thread's CPU. Of the system time since the previous
+ * sample, what is known not to be charged comes off (each clock reading's own cost, the CPU of the waits the
+ * shim dropped), and the difference between this price and the one the readings charged is settled on the
+ * following readings, by at most their own charge each so that the clock moves smoothly. */
+static double kernel_price;
+#define KERNEL_SAMPLE_NS 4000000ull   /* one scheduler tick at 250 Hz: a shorter window sees no new sample */
+static __thread uint64_t ks_cpu;       /* the thread's CPU time at the last sample; 0: none taken yet */
+static __thread uint64_t ks_sys;       /* its system time then */
+static __thread uint64_t ks_reads;     /* readings since */
+static __thread uint64_t ks_charged;   /* CPU ns charged since (after the deductions) */
+static __thread uint64_t ks_waited;    /* CPU ns of waits dropped since (a wait's CPU is system calls) */
+static __thread int64_t ks_owed;       /* virtual ns still to add to the readings (negative: to take off) */
+
+static uint64_t thread_sys_ns(void) {
+    struct rusage r;
+    if (tw_sys2(SYS_getrusage, RUSAGE_THREAD, &r) != 0) return 0;
+    return (uint64_t)r.ru_stime.tv_sec * 1000000000ull + (uint64_t)r.ru_stime.tv_usec * 1000ull;
+}
+
+/* A reading charged d ns of CPU (at factor f) as `charged`: what it charges with kernel time at its own price. */
+static uint64_t kernel_settle(uint64_t cpu, uint64_t d, uint64_t charged, double f) {
+    ks_reads++;
+    ks_charged += d;
+    if (cpu - ks_cpu >= KERNEL_SAMPLE_NS) {
+        uint64_t s = thread_sys_ns();
+        if (ks_cpu) {
+            uint64_t ds = s > ks_sys ? s - ks_sys : 0, known = ks_reads * read_overhead_ns + ks_waited;
+            ds = ds > known ? ds - known : 0;
+            if (ds > ks_charged) ds = ks_charged;
+            ks_owed += (int64_t)((double)ds * (kernel_price - f));
+            tw_charge_count(TW_CHARGE_HOST_KERNEL, ds);
+            tw_charge_count(TW_CHARGE_VIRT_KERNEL, (uint64_t)((double)ds * kernel_price));
+        }
+        ks_cpu = cpu;
+        ks_sys = s;
+        ks_reads = ks_charged = ks_waited = 0;
+    }
+    if (ks_owed > 0) {
+        uint64_t add = (uint64_t)ks_owed < charged ? (uint64_t)ks_owed : charged;
+        ks_owed -= (int64_t)add;
+        return charged + add;
+    }
+    if (ks_owed < 0) {
+        uint64_t take = (uint64_t)-ks_owed < charged ? (uint64_t)-ks_owed : charged;
+        ks_owed += (int64_t)take;
+        return charged - take;
+    }
+    return charged;
+}
+
+/* The thread's CPU clock moves on to cpu without charging what it ran since: a wait's (system calls). */
+static inline void drop_waited_cpu(uint64_t cpu) {
+    if (cpu > thread_cpu_last) ks_waited += cpu - thread_cpu_last;
+    thread_cpu_last = cpu;
+}
+
 __attribute__((constructor(101))) static void vclock_init(void) {
     if (epoch_monotonic) return;
     struct timespec r, m;
@@ -148,6 +210,8 @@ __attribute__((constructor(101))) static void vclock_init(void) {
     real_clock_gettime = (int (*)(clockid_t, struct timespec *))dlsym(RTLD_NEXT, "clock_gettime");
     const char *ro = getenv("TIMEWARP_READ_OVERHEAD_NS");  /* for measuring its effect; unset in use */
     read_overhead_ns = ro ? (uint64_t)atoll(ro) : measure_read_overhead();
+    const char *kp = getenv("TIMEWARP_KERNEL_PRICE");   /* the launcher's (integrations/launcher.py) */
+    if (kp && atof(kp) > 0) kernel_price = atof(kp);
     /* the launcher sets TIMEWARP_AUDIT=0 and the LD_AUDIT redirector turns it to 1 when it loads */
     char *audit = getenv("TIMEWARP_AUDIT");
     if (audit && audit[0] == '1') audit[0] = '0';  /* re-armed for the processes this one starts */
@@ -171,7 +235,7 @@ static inline void publish(uint64_t t) {
     while (g < t && !atomic_compare_exchange_weak_explicit(process_now, &g, t, memory_order_relaxed, memory_order_relaxed)) {}
 }
 
-void tw_clock_forget_cpu(void) { thread_cpu_last = tw_thread_cpu_ns(); }
+void tw_clock_forget_cpu(void) { drop_waited_cpu(tw_thread_cpu_ns()); }
 
 /* Work the emulator itself does on the program's thread (the PyTorch shadow of small results) is not
  * charged: while paused, a reading does not add CPU time, and resuming drops what was spent. */
@@ -320,6 +384,7 @@ uint64_t tw_now(void) {
     if (thread_native) native_cpu_ns += d;
     double f = thread_native ? native_factor() : tw_clock_cpu_factor();
     uint64_t charged = f == 1.0 ? d : (uint64_t)(d * f);
+    if (kernel_price > 0 && !charge_paused) charged = kernel_settle(cpu, d, charged, f);
     if (__builtin_expect(tw_charge_tab != NULL, 0)) {
         tw_charge_count(thread_native ? TW_CHARGE_HOST_NATIVE : TW_CHARGE_HOST_PY, d);
         tw_charge_count(thread_native ? TW_CHARGE_VIRT_NATIVE : TW_CHARGE_VIRT_PY, charged);
@@ -369,7 +434,7 @@ static void slot_running(tw_tk_slot *s, uint64_t t) {
 static void resume_at(tw_tk_slot *s, uint64_t t) {
     if (t < thread_now) t = thread_now;
     thread_now = t;
-    thread_cpu_last = tw_thread_cpu_ns();
+    drop_waited_cpu(tw_thread_cpu_ns());
     if (shares_process_clock()) {
         /* the process's timeline jumps over a wait: idle there, Python's GIL free (gil.c) */
         uint64_t o = atomic_load_explicit(&own_max, memory_order_relaxed);
