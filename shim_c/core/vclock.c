@@ -182,6 +182,15 @@ static uint64_t kernel_settle(uint64_t cpu, uint64_t d, uint64_t charged, double
     return charged;
 }
 
+/* What the thread's keeper slot publishes as its clock: reading t less the kernel time's charge still owed
+ * back. The keeper extrapolates a running thread from its slot's clock at the pace (keeper.c), and the next
+ * readings come out up to that much below such an extrapolation: the keeper's clock would run ahead of the
+ * thread, below which its order no longer holds (the forty-eighth session's bug). Lower is the safe side. */
+static inline uint64_t slot_clock(uint64_t t) {
+    uint64_t back = ks_owed < 0 ? (uint64_t)-ks_owed : 0;
+    return t > back ? t - back : 0;
+}
+
 /* The thread's CPU clock moves on to cpu without charging what it ran since: a wait's (system calls). */
 static inline void drop_waited_cpu(uint64_t cpu) {
     if (cpu > thread_cpu_last) ks_waited += cpu - thread_cpu_last;
@@ -406,7 +415,7 @@ uint64_t tw_now(void) {
                 __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
             }
             __atomic_store_n(&s->cpu, cpu, __ATOMIC_RELAXED);
-            __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
+            __atomic_store_n(&s->clock, slot_clock(t), __ATOMIC_RELEASE);
             __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
         }
     }
@@ -424,7 +433,7 @@ static inline tw_tk_slot *keeper_slot(void) {
  * charge-paused included) is not this one's. */
 static void slot_running(tw_tk_slot *s, uint64_t t) {
     __atomic_store_n(&s->ext, 0, __ATOMIC_RELAXED);
-    __atomic_store_n(&s->clock, t, __ATOMIC_RELEASE);
+    __atomic_store_n(&s->clock, slot_clock(t), __ATOMIC_RELEASE);
     __atomic_add_fetch(&s->seq, 1, __ATOMIC_RELEASE);
     __atomic_store_n(&s->state, TW_SLOT_RUN, __ATOMIC_RELEASE);
     __atomic_add_fetch(&tw_tk->changes, 1, __ATOMIC_RELAXED);
