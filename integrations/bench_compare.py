@@ -564,8 +564,8 @@ def reproducibility(emulated: list[Path], real_dirs: list[Path]) -> list[str]:
 
 def system_table(emulated: Path, real_dirs: list[Path]) -> list[str]:
     """The share of each process's CPU spent in the kernel over the client's main run, real (all runs that
-    logged it, pooled) and here. The pace charges user and system time alike, though the kernel's cost does not
-    follow the pace's probe (docs/LIMITATIONS.md, "Kernel time")."""
+    logged it, pooled) and here. System time is charged at a fixed price of its own, not at the pace, whose
+    probe it does not follow (docs/LIMITATIONS.md, "Kernel time")."""
     emu = proc_cpu(emulated, system=True)
     real: dict[str, dict[str, list[float]]] = {}
     for d in real_dirs:
