@@ -3,7 +3,8 @@ serving stack makes (sockets, pipes, polls, clocks), beside the host pace's own 
 
 Why: emulated processes spend 17-28% of their CPU in the kernel on the development machine (a Firecracker VM),
 where the real H200 hosts' spend 8-11% on the same work (`bench_compare`'s system-time table), and the pace
-(coordinator/pace.py) prices kernel CPU like user CPU, from a probe that runs in user mode only. Pricing the
+(coordinator/pace.py) priced kernel CPU like user CPU, from a probe that runs in user mode only (now it has a
+price of its own: shim_c/core/vclock.c, TIMEWARP_KERNEL_PRICE). Pricing the
 two apart needs the kernel's cost on both machines: run this on the emulation machine and on the target's host,
 outside emulation, and compare `sys_ns` per call (and `user_ns`, against the pace probe's `probe_us`).
 
