@@ -673,14 +673,15 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
     from timewarp.coordinator import server
 
     pricing = host_pricing()
-    cold = native_cold_env(pricing)
+    # what the run's processes read of the pricing besides the coordinator's own environment
+    priced = native_cold_env(pricing)
     if pricing.kernel_price:
-        cold["TIMEWARP_KERNEL_PRICE"] = f"{pricing.kernel_price:.4f}"
+        priced["TIMEWARP_KERNEL_PRICE"] = f"{pricing.kernel_price:.4f}"
     try:
         if join:
             reply = server.join(join, token)
             return None, {"TIMEWARP_CLOCK": reply.clock_path, "TIMEWARP_COORDINATOR": join,
-                          "TIMEWARP_TOPOLOGY": reply.topology, **cold}
+                          "TIMEWARP_TOPOLOGY": reply.topology, **priced}
         coord = server.Coordinator(lib, gpu, num_gpus, topology=topology, listen=listen or "127.0.0.1:0",
                                    token=token, host_speed=pricing.speed, pace_target_us=pricing.pace_target_us,
                                    native_target_us=pricing.native_target_us, blend_us=pricing.blend_us)
@@ -688,7 +689,7 @@ def start_coordinator(lib: Path, gpu: str, num_gpus: int, topology: str, join: s
         raise LauncherError(str(e)) from None
     except Exception as e:  # the keeper library, the clock file
         raise LauncherError(f"cannot start the coordinator: {e}") from None
-    return coord, {**coord.env(), "TIMEWARP_TOPOLOGY": topology, **cold}
+    return coord, {**coord.env(), "TIMEWARP_TOPOLOGY": topology, **priced}
 
 
 def gpu_accuracy(gpu: str) -> str:
@@ -755,12 +756,13 @@ def launch(argv: Sequence[str], gpu: str, num_gpus: int = 1, report: str | os.Pa
                     n = pace["native"]
                     lines.append(f"  native pace: marked native code (a tokenizer's) charged x{n['mean']:.2f} on "
                                  f"average (p10 {n['p10']:.2f}, p90 {n['p90']:.2f})")
-                    if cenv.get("TIMEWARP_KERNEL_PRICE"):
-                        lines.append(f"  kernel time: system calls' CPU charged x{cenv['TIMEWARP_KERNEL_PRICE']} "
-                                     "(a fixed price: it does not follow the pace here; coordinator/pace.py)")
                     if cenv.get("TIMEWARP_NATIVE_COLD_US"):
                         lines.append(f"  cold tokenizer call: up to {cenv['TIMEWARP_NATIVE_COLD_US']} us of this "
                                      "machine's CPU not charged per tokenization (a cache refill; coordinator/pace.py)")
+                # priced apart with or without the native pace (host_pricing)
+                if cenv.get("TIMEWARP_KERNEL_PRICE"):
+                    lines.append(f"  kernel time: system calls' CPU charged x{cenv['TIMEWARP_KERNEL_PRICE']} "
+                                 "(a fixed price: it does not follow the pace here; coordinator/pace.py)")
             accuracy = gpu_accuracy(gpu)
             if lines and accuracy:
                 lines.append(f"  accuracy on this GPU: {accuracy}")
