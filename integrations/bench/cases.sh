@@ -21,7 +21,10 @@
 # outputs, an open-loop load of 30 requests per second of spread short prompts with mid outputs; 35-37: held out
 # from everything up to the forty-eighth session (49th session, chosen before either side ran them): two streams of
 # 3,584-token prompts, 112 streams of short prompts with 384-token decodes, an open-loop load of 6 requests per
-# second of spread 1,536-token prompts.
+# second of spread 1,536-token prompts; 38-40: held out from everything up to the forty-ninth session (50th session,
+# chosen before either side ran them): 96 streams of 640-token prompts with 224-token decodes (decode batches in
+# the 65-160 rows where the GEMM transfer leans high), 64 streams of 768-token prompts with 64-token outputs, an
+# open-loop load of 12 requests per second of spread 768-token prompts with 160-token outputs.
 # SPEC: case -> "C I O N [RATE RATIO]" (RATE and RATIO absent: all at once, fixed lengths).
 declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4]="128 2048 64 256" \
                  [5]="32 1536 96 96" [6]="8 384 320 32" \
@@ -33,7 +36,8 @@ declare -A SPEC=([1]="1 256 128 16" [2]="16 1024 128 64" [3]="64 512 256 192" [4
                  [25]="32 4096 128 64" [26]="16 512 1024 32" [27]="128 768 192 200 12 0.5" [28]="200 128 64 400" \
                  [29]="10 896 96 40" [30]="48 320 288 144" [31]="160 640 48 320" \
                  [32]="80 1200 200 160" [33]="20 2560 48 60" [34]="192 384 160 400 30 0.4" \
-                 [35]="2 3584 96 10" [36]="112 192 384 224" [37]="48 1536 128 120 6 0.6")
+                 [35]="2 3584 96 10" [36]="112 192 384 224" [37]="48 1536 128 120 6 0.6" \
+                 [38]="96 640 224 192" [39]="64 768 64 128" [40]="64 768 160 160 12 0.5")
 
 # dataset_args K: `vllm bench serve`'s workload arguments for case K (the random dataset, --ignore-eos, its
 # prompts and concurrency, and for an open-loop case its request rate and length spread), the same on both sides;
