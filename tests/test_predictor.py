@@ -157,6 +157,26 @@ def test_the_h100_slows_a_kernel_by_the_share_of_its_time_its_memory_needed():
     assert 0.97 < ratio["prefill_2048"] < 1.05, ratio
 
 
+GEMM_PROG = LINEAR_US + """
+out = {}
+for m, n, k in ((1, 28672, 4096), (128, 6144, 4096), (4096, 4096, 4096)):
+    w = torch.randn(n, k, device="cuda", dtype=torch.bfloat16)
+    out[f"{m}x{n}x{k}"] = linear_us(torch.randn(m, k, device="cuda", dtype=torch.bfloat16), w)
+print(json.dumps(out))
+"""
+
+
+def test_a_gemm_moves_to_the_h100_by_the_share_of_its_time_its_weights_needed():
+    # Measured H100 / H200 (transfer_2026-12-05/mb_gemm against gemm_cool_2026-12-03, graph rows): one row of
+    # a 28672 x 4096 weight 1.48 (it streams at 0.97 of the H200's copy bandwidth: the bandwidths' ratio,
+    # 1.44), 128 rows of 6144 x 4096 1.31 (its tensor work, the same on both cards, is half its H200 time; the
+    # roofline ratio gave 1.37, the split 1.27), 4096 rows of 4096 x 4096 1.02 (tensor-bound).
+    ratio = h100_over_h200(GEMM_PROG)
+    assert 1.35 < ratio["1x28672x4096"] < 1.5, ratio
+    assert 1.2 < ratio["128x6144x4096"] < 1.34, ratio
+    assert 0.97 < ratio["4096x4096x4096"] < 1.05, ratio
+
+
 EW_PROG = GRAPH_US + """
 xb = torch.randn(1 << 26, device="cuda", dtype=torch.bfloat16)
 xf, yf = (torch.randn(1 << 26, device="cuda") for _ in range(2))

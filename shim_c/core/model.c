@@ -69,11 +69,8 @@ int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute,
  * known and its share of them tells how it moves to another card (profile.c, transfer): attention, an Inductor
  * kernel whose extents were read, PyTorch's elementwise kernels and reductions (their element counts and
  * types: kernel.c), a D2D copy, a memset. 0 for other ops: another unannotated kernel's 16 bytes a thread is a
- * guess that may be several times off either way, and a GEMM at few rows streams its weights at about the same
- * fraction of either card's bandwidth, well below it (4096 x 4096 at 1-16 rows: 0.55 of the
- * H200's, 0.62 of the H100's), so the share of its time the bandwidth needed understates how it slows (1.28x
- * measured, 1.16x by its share). Over the microbenchmark's GEMM rows on the H100 the roofline ratio gave
- * median |error| 2.5% and p90 9.7%, the shares 3.1% / 10.1%. */
+ * guess that may be several times off either way, and a GEMM's parts are split with the fraction of the
+ * bandwidth a GEMM streams at (profile.c, transfer). */
 int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
     *t_compute = 0;
     switch (op->kind) {
