@@ -26,13 +26,15 @@ BENCH = HERE / "calibration" / "microbench_h200.py"
 # The H100 (2026-12-05): the same sections on the real card, for the transfer of the H200's data (nothing of
 # the H100 is in the profile, so every row is out of the fit: split "transfer")
 H100 = HERE / "data" / "h100" / "transfer_2026-12-05"
+# the nine other models' linear layers on the H100 (2026-12-06: the gemm_models section alone)
+H100_MODELS = HERE / "data" / "h100" / "gemm_models_2026-12-06"
 DATA = {"H200": HERE / "data" / "h200" / "microbench_2026-11-29", "H100": H100}
 # newer measurements of some tables: the elementwise and memcpy sections rerun with --graph-slope (node_us),
 # the folder the profile's per-node rows come from; the GEMM and attention sections rerun at full clock (--cool-ms),
 # and other models' linear layers (the gemm_models section) beside the GEMM rows
 DATA_TABLES = {"H200": {"gemm": [GEMM_SRC, MODELS_SRC], "sdpa": SDPA_SRC, "elementwise": SLOPE_SRC, "memcpy": DENSE_SRC if (DENSE_SRC / "memcpy.parquet").exists() else SLOPE_SRC},
-               "H100": {"gemm": H100 / "mb_gemm", "sdpa": H100 / "mb_sdpa", "elementwise": H100 / "mb_slope",
-                        "memcpy": H100 / "mb_copy"}}
+               "H100": {"gemm": [H100 / "mb_gemm", H100_MODELS], "sdpa": H100 / "mb_sdpa",
+                        "elementwise": H100 / "mb_slope", "memcpy": H100 / "mb_copy"}}
 # the memcpy section's sizes: the dense grid (2^k and 1.5 x 2^k, 1 KiB-2 GiB) where its measurements are stored
 MEMCPY_GRID = "dense" if DATA_TABLES["H200"]["memcpy"] == DENSE_SRC else "pow2"
 

@@ -7,8 +7,9 @@ the rest (SM-bound, moved with SMs x clock); each share moves with its own resou
 P-th powers. This script grids F and P over the bf16 GEMM graph rows measured on both the H200
 (data/h200/gemm_cool_2026-12-03) and the H100 (data/h100/transfer_2026-12-05/mb_gemm), prints the error of the
 predicted H100/H200 time ratio (median |error|, p90, and the median error by rows), and checks the chosen rule
-on vLLM's own decode-step GEMMs: the kernels of case 3 (64 requests per decode step) in the vLLM profiler
-traces of both cards, which no fit saw.
+on two sets no fit saw: nine other models' projection shapes measured on both cards (data/h200/gemm_models_2026-12-03
+and data/h100/gemm_models_2026-12-06, 476 rows), and vLLM's own decode-step GEMMs, the kernels of case 3 (64
+requests per decode step) in the vLLM profiler traces of both cards.
 
     python predictors/calibration/gemm_transfer_fit.py
 """
@@ -22,6 +23,8 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 CATALOG = Path(__file__).resolve().parents[1] / "catalog" / "gpus.toml"
 H200_ROWS = DATA / "h200" / "gemm_cool_2026-12-03" / "gemm.parquet"
 H100_ROWS = DATA / "h100" / "transfer_2026-12-05" / "mb_gemm" / "gemm.parquet"
+H200_MODELS = DATA / "h200" / "gemm_models_2026-12-03" / "gemm.parquet"
+H100_MODELS = DATA / "h100" / "gemm_models_2026-12-06" / "gemm.parquet"
 H200_TRACE = DATA / "h200" / "vllm_2026-11-30e" / "prof_kernels_case3.csv.gz"
 H100_TRACE = DATA / "h100" / "vllm_2026-12-06b" / "prof_kernels_case3.csv.gz"
 ROW_BINS = [0, 8, 32, 64, 160, 600, np.inf]
@@ -68,28 +71,43 @@ def roofline_ratio(m, n, k, src, dst):
     return roof(dst) / roof(src)
 
 
+def pairs(dst_path, src_path):
+    """bf16 graph rows measured on both cards, with the measured ratio, rows, and the H200 shares"""
+    h200 = rates("H200")
+    key = ["op", "dtype", "m", "n", "k", "batch", "tag", "mode"]
+    d = pd.read_parquet(dst_path).merge(pd.read_parquet(src_path), on=key, suffixes=("_dst", "_src"))
+    d = d[(d["mode"] == "graph") & (d.dtype == "bf16")].copy()
+    d["measured"] = d.t_median_us_dst / d.t_median_us_src
+    d["rows"] = d.m * d.batch
+    d["fm"], d["fc"] = shares(d.m, d.n, d.k, d.t_median_us_src * 1e-6 / d.batch, h200[0], h200[1])
+    return d
+
+
+def table(title, d, rules):
+    """one line per rule: its error on d's measured ratios, overall and by rows"""
+    bins = pd.cut(d.rows, ROW_BINS)
+    names = [f"{int(iv.left) + 1}-{iv.right:g}" for iv in bins.cat.categories]
+    print(title)
+    for label, predicted in rules:
+        e = predicted / d.measured - 1
+        by = " ".join(f"{nm}:{e[bins == iv].median() * 100:+.1f}" for nm, iv in zip(names, bins.cat.categories))
+        print(f"  {label:16s} median |err| {e.abs().median() * 100:4.2f}%  p90 {e.abs().quantile(0.9) * 100:5.2f}%  "
+              f"by rows {by}")
+
+
 def main():
     h200, h100 = rates("H200"), rates("H100")
     bw_ratio, flop_ratio = h200[0] / h100[0], h200[1] / h100[1]
-    key = ["op", "dtype", "m", "n", "k", "batch", "tag", "mode"]
-    d = pd.read_parquet(H100_ROWS).merge(pd.read_parquet(H200_ROWS), on=key, suffixes=("_dst", "_src"))
-    d = d[(d["mode"] == "graph") & (d.dtype == "bf16")].copy()
-    d["measured"] = d.t_median_us_dst / d.t_median_us_src
-    m, n, k = d.m * d.batch, d.n, d.k
-    fm, fc = shares(d.m, d.n, d.k, d.t_median_us_src * 1e-6 / d.batch, h200[0], h200[1])
-    bins = pd.cut(m, ROW_BINS)
-    names = [f"{int(iv.left) + 1}-{iv.right:g}" for iv in bins.cat.categories]
-
-    def line(label, predicted):
-        e = predicted / d.measured - 1
-        by = " ".join(f"{nm}:{e[bins == iv].median() * 100:+.1f}" for nm, iv in zip(names, bins.cat.categories))
-        return f"{label:16s} median |err| {e.abs().median() * 100:4.2f}%  p90 {e.abs().quantile(0.9) * 100:5.2f}%  by rows {by}"
-
-    print(f"{len(d)} bf16 GEMM graph rows measured on both cards; H100/H200 time ratio")
-    print(line("roofline ratio", roofline_ratio(m, n, k, h200, h100)))
-    for P in (2, 3, 4, 6):
-        for F in (0.8, 0.85, 0.9, 0.95, 1.0):
-            print(line(f"P={P} F={F}", ratio(fm, fc, bw_ratio, flop_ratio, P, F)))
+    d = pairs(H100_ROWS, H200_ROWS)
+    grid = [("roofline ratio", roofline_ratio(d.rows, d.n, d.k, h200, h100))]
+    grid += [(f"P={P} F={F}", ratio(d.fm, d.fc, bw_ratio, flop_ratio, P, F))
+             for P in (2, 3, 4, 6) for F in (0.8, 0.85, 0.9, 0.95, 1.0)]
+    table(f"{len(d)} bf16 GEMM graph rows measured on both cards (the grid); H100/H200 time ratio", d, grid)
+    if H100_MODELS.exists():
+        o = pairs(H100_MODELS, H200_MODELS)
+        table(f"\nheld out: {len(o)} rows of nine other models' shapes ({o.tag.nunique()} models)", o,
+              [("roofline ratio", roofline_ratio(o.rows, o.n, o.k, h200, h100)),
+               ("P=4 F=0.9", ratio(o.fm, o.fc, bw_ratio, flop_ratio, 4, 0.9))])
 
     def kernel_us(path, kernels):
         t = pd.read_csv(path)
