@@ -283,7 +283,9 @@ static double lerp_log(double x0, double y0, double x1, double y1, double x) {
  * ../h200/gemm_cool_2026-12-03) the ratio this gives is off the measured one by median 2.5% and p90 7.6%
  * (the roofline ratio: 2.8% / 8.5%); by rows, median error -2.7 / -1.2 / +1.3 / +0.1 / +1.1 / -2.1% for 1-8,
  * 9-32, 33-64, 65-160, 161-600 and more rows (roofline ratio: -0.5 / 0.0 / +2.0 / +4.6 / -2.6 / -2.1%). On
- * vLLM's own decode GEMMs, which no fit saw, one layer's ratio comes out +1.0% (the roofline ratio: +4.7%).
+ * vLLM's own decode GEMMs, which no fit saw, one layer's ratio comes out +1.0% (the roofline ratio: +4.7%);
+ * on nine other models' shapes measured on both cards afterwards (476 rows, predictors/data/h100/
+ * gemm_models_2026-12-06) 2.9% / 7.9% (the roofline ratio: 4.1% / 15.2%, +8 to +11% at 1-160 rows).
  * Fractions 0.8-1.0 and powers 2-6 were tried (predictors/calibration/gemm_transfer_fit.py). */
 #define GEMM_STREAM_FRACTION 0.9
 #define TRANSFER_P_GEMM 4.0
