@@ -28,6 +28,7 @@ H100_MODELS = DATA / "h100" / "gemm_models_2026-12-06" / "gemm.parquet"
 H200_TRACE = DATA / "h200" / "vllm_2026-11-30e" / "prof_kernels_case3.csv.gz"
 H100_TRACE = DATA / "h100" / "vllm_2026-12-06b" / "prof_kernels_case3.csv.gz"
 ROW_BINS = [0, 8, 32, 64, 160, 600, np.inf]
+CHOSEN = (4, 0.9)   # profile.c's TRANSFER_P_GEMM and GEMM_STREAM_FRACTION
 # vLLM's decode-step GEMMs at 64 requests (Llama-3-8B shapes): (m, n, k, H200 kernels, H100 kernels), the
 # kernels by name and grid as each card's cuBLAS chose them; a split-K kernel's reduce is part of its time
 DECODE_GEMMS = {
@@ -107,7 +108,7 @@ def main():
         o = pairs(H100_MODELS, H200_MODELS)
         table(f"\nheld out: {len(o)} rows of nine other models' shapes ({o.tag.nunique()} models)", o,
               [("roofline ratio", roofline_ratio(o.rows, o.n, o.k, h200, h100)),
-               ("P=4 F=0.9", ratio(o.fm, o.fc, bw_ratio, flop_ratio, 4, 0.9))])
+               ("P={} F={}".format(*CHOSEN), ratio(o.fm, o.fc, bw_ratio, flop_ratio, *CHOSEN))])
 
     def kernel_us(path, kernels):
         t = pd.read_csv(path)
@@ -121,9 +122,9 @@ def main():
     for name, (gm, gn, gk, src_k, dst_k) in DECODE_GEMMS.items():
         src, dst = kernel_us(H200_TRACE, src_k), kernel_us(H100_TRACE, dst_k)
         sm, sc = shares(gm, gn, gk, src * 1e-6, h200[0], h200[1])
-        rule = float(ratio(sm, sc, bw_ratio, flop_ratio, 4, 0.9))
+        rule = float(ratio(sm, sc, bw_ratio, flop_ratio, *CHOSEN))
         roof = float(roofline_ratio(gm, gn, gk, h200, h100))
-        print(f"  {name:8s} H200 {src:7.2f} us  H100 {dst:7.2f} us  measured {dst / src:.3f}  rule (P=4, F=0.9) "
+        print(f"  {name:8s} H200 {src:7.2f} us  H100 {dst:7.2f} us  measured {dst / src:.3f}  rule "
               f"{rule:.3f} ({(rule * src / dst - 1) * 100:+.1f}%)  roofline {roof:.3f} ({(roof * src / dst - 1) * 100:+.1f}%)")
         if name != "lm_head":
             for kk, v in (("src", src), ("dst", dst), ("rule", rule * src), ("roof", roof * src)):
