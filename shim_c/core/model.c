@@ -66,16 +66,14 @@ int tw_annotated_times(const tw_gpu_spec *s, const tw_op *op, double *t_compute,
 }
 
 /* A launch's compute and memory times at the device's rates, without the launch floor, where its bytes are
- * known and its share of them tells how it moves to another card (profile.c, transfer): attention, an Inductor
- * kernel whose extents were read, PyTorch's elementwise kernels and reductions (their element counts and
- * types: kernel.c), a D2D copy, a memset. 0 for other ops: another unannotated kernel's 16 bytes a thread is a
- * guess that may be several times off either way, and a GEMM's parts are split with the fraction of the
- * bandwidth a GEMM streams at (profile.c, transfer). */
+ * known and its share of them tells how it moves to another card (profile.c, transfer): a GEMM, attention, an
+ * Inductor kernel whose extents were read, PyTorch's elementwise kernels and reductions (their element counts
+ * and types: kernel.c), a D2D copy, a memset. 0 for other ops: another unannotated kernel's 16 bytes a thread
+ * is a guess that may be several times off either way. */
 int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, double *t_memory) {
     *t_compute = 0;
     switch (op->kind) {
     case TW_OP_KERNEL:
-        if (op->ann.kind == TW_ANN_GEMM) return 0;
         if (tw_annotated_times(s, op, t_compute, t_memory)) return 1;
         if (op->ann.kind != TW_ANN_NONE || op->ew_bytes <= 0) return 0;
         *t_memory = op->ew_bytes / s->mem_bw;   /* PyTorch's elementwise kernels: their tensors' bytes */

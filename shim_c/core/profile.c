@@ -291,18 +291,13 @@ static double lerp_log(double x0, double y0, double x1, double y1, double x) {
 #define TRANSFER_P_GEMM 4.0
 static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured_s) {
     if (spec == profiled) return measured_s;
-    double cp, mp, ct, mt, P;
-    int gemm = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM;
-    if (measured_s > 0 && gemm && tw_annotated_times(profiled, op, &cp, &mp) && tw_annotated_times(spec, op, &ct, &mt)) {
-        mp /= GEMM_STREAM_FRACTION;
-        mt /= GEMM_STREAM_FRACTION;
-        P = TRANSFER_P_GEMM;
-    } else if (measured_s > 0 && !gemm && tw_roofline_parts(profiled, op, &cp, &mp) && tw_roofline_parts(spec, op, &ct, &mt)) {
-        P = op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE ? TRANSFER_P_STREAM : TRANSFER_P;
-    } else {
+    double cp, mp, ct, mt;
+    if (measured_s <= 0 || !tw_roofline_parts(profiled, op, &cp, &mp) || !tw_roofline_parts(spec, op, &ct, &mt))
         return measured_s * tw_roofline_s(spec, op) / tw_roofline_s(profiled, op);
-    }
-    double fm = fmin(1.0, mp / measured_s), fc = fmin(1.0, cp / measured_s);
+    double P = TRANSFER_P, stream = 1.0;   /* stream: the fraction of the bandwidth its memory share is taken at */
+    if (op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM) { P = TRANSFER_P_GEMM; stream = GEMM_STREAM_FRACTION; }
+    else if (op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE) P = TRANSFER_P_STREAM;
+    double fm = fmin(1.0, mp / (stream * measured_s)), fc = fmin(1.0, cp / measured_s);
     double wm = pow(fm, P), wc = pow(fc, P), bound = wm + wc;
     if (bound > 1) { wm /= bound; wc /= bound; bound = 1; }   /* both limits near: shares of one whole */
     double sm = (double)profiled->sm_count * profiled->sm_clock_mhz / ((double)spec->sm_count * spec->sm_clock_mhz);
