@@ -289,6 +289,19 @@ static double lerp_log(double x0, double y0, double x1, double y1, double x) {
  * Fractions 0.8-1.0 and powers 2-6 were tried (predictors/calibration/gemm_transfer_fit.py). */
 #define GEMM_STREAM_FRACTION 0.9
 #define TRANSFER_P_GEMM 4.0
+double tw_transfer_split(const tw_gpu_spec *spec, double measured_s, double cp, double mp, double ct, double mt,
+                         double P, double stream) {
+    if (!profiled || spec == profiled || measured_s <= 0) return measured_s;
+    double fm = mp > 0 ? fmin(1.0, mp / (stream * measured_s)) : 0, fc = cp > 0 ? fmin(1.0, cp / measured_s) : 0;
+    double wm = pow(fm, P), wc = pow(fc, P), bound = wm + wc;
+    if (bound > 1) { wm /= bound; wc /= bound; bound = 1; }   /* both limits near: shares of one whole */
+    double sm = (double)profiled->sm_count * profiled->sm_clock_mhz / ((double)spec->sm_count * spec->sm_clock_mhz);
+    double r = (1 - bound) * pow(sm, P);
+    if (wm > 0) r += wm * pow(mt / mp, P);
+    if (wc > 0) r += wc * pow(ct / cp, P);
+    return measured_s * pow(r, 1.0 / P);
+}
+
 static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured_s) {
     if (spec == profiled) return measured_s;
     double cp, mp, ct, mt;
@@ -297,14 +310,7 @@ static double transfer(const tw_gpu_spec *spec, const tw_op *op, double measured
     double P = TRANSFER_P, stream = 1.0;   /* stream: the fraction of the bandwidth its memory share is taken at */
     if (op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_GEMM) { P = TRANSFER_P_GEMM; stream = GEMM_STREAM_FRACTION; }
     else if (op->kind == TW_OP_KERNEL && op->ann.kind == TW_ANN_NONE) P = TRANSFER_P_STREAM;
-    double fm = fmin(1.0, mp / (stream * measured_s)), fc = fmin(1.0, cp / measured_s);
-    double wm = pow(fm, P), wc = pow(fc, P), bound = wm + wc;
-    if (bound > 1) { wm /= bound; wc /= bound; bound = 1; }   /* both limits near: shares of one whole */
-    double sm = (double)profiled->sm_count * profiled->sm_clock_mhz / ((double)spec->sm_count * spec->sm_clock_mhz);
-    double r = (1 - bound) * pow(sm, P);
-    if (wm > 0) r += wm * pow(mt / mp, P);
-    if (wc > 0) r += wc * pow(ct / cp, P);
-    return measured_s * pow(r, 1.0 / P);
+    return tw_transfer_split(spec, measured_s, cp, mp, ct, mt, P, stream);
 }
 
 /* The three nearest measured shapes' efficiencies, kept sorted by distance; their inverse-distance
@@ -895,11 +901,11 @@ double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer
     return s;
 }
 
-int tw_profile_attn_step(double coef[5]) {
+const tw_gpu_spec *tw_profile_attn_step(double coef[5]) {
     pthread_once(&once, load);
-    if (!have_attn_step || !profiled) return 0;
+    if (!have_attn_step || !profiled) return NULL;
     memcpy(coef, attn_step, sizeof attn_step);
-    return 1;
+    return profiled;
 }
 
 uint64_t tw_profile_host_cost(tw_host_cost which) {

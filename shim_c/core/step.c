@@ -21,10 +21,21 @@
  * one cost: in serving they came out -6% with it, -13% with their decodes at the decode cost.
  * t0, eff_c, eff_m and the two tile costs are fitted on the real H200 (FA3 inside a recorded vLLM run and in
  * `vllm serve`, and predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the
- * "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns> <per_decode_tile_ns>" profile row); other GPUs use their
- * own peak and bandwidth with the same efficiencies. Without a fitted row the efficiencies
- * default to the roofline's 0.6 / 1.0, t0 to the launch floor and per_tile to 0.
- */
+ * "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns> <per_decode_tile_ns>" profile row). Without a fitted row
+ * the efficiencies default to the roofline's 0.6 / 1.0, t0 to the launch floor and per_tile to 0, at the
+ * device's own rates.
+ *
+ * Another GPU takes the time on the card the row was fitted on, moved by its shares as profile.c moves a
+ * measured time (tw_transfer_split): the memory term's share of it with the bandwidth ratio, the compute
+ * term's with the tensor rate's, the rest with SMs x clock, added as fourth powers. Until 2026-12-06 the
+ * terms took the other card's rates directly (a sum, every term at full weight), and on the real H100 FA3
+ * came out 11% high in decode steps of 64 requests (the profiler traces of case 3, vllm_2026-12-06b: 2.02 ms
+ * per step real, 2.25 emulated; the H200's trace 1.70, so the H100 ran it 1.19x, where the bandwidths give
+ * 1.44x and the sum 1.34x) and 15% high in case 4's 8192-token steps of 2048-token prompts beside up to 124
+ * decodes (vllm_2026-12-06a: 19.9 ms per step real, 22.8 emulated, 18.8 on the emulated H200). Shares as
+ * squares give 1.27x and 1.12x, as fourth powers 1.21x and 1.04x: the persistent kernel overlaps the decode
+ * tiles' K/V stream with the prompt tiles' tensor work, on the slower memory more than the sum says. */
+#define TRANSFER_P_STEP 4.0
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdatomic.h>
@@ -100,8 +111,10 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     if (!c.gen || c.nreq <= 0) return 0;
     double coef[5];
     /* coef: t0_ns, eff_compute, eff_memory, per_tile_ns, per_decode_tile_ns (the profile's attnstep row) */
-    if (!tw_profile_attn_step(coef)) {
+    const tw_gpu_spec *fitted = tw_profile_attn_step(coef);
+    if (!fitted) {
         coef[0] = spec->launch_floor_s * 1e9; coef[1] = 0.6; coef[2] = 1.0; coef[3] = coef[4] = 0;
+        fitted = spec;
     }
     double flops = 4 * c.heads * c.head_dim * c.pairs;
     /* K, V and Q read at the cache's element size, O written in bf16 */
@@ -109,8 +122,12 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     double bytes = c.head_dim * (e * (2 * c.sum_k * c.kv_heads + c.sum_q * c.heads) + 2.0 * c.sum_q * c.heads);
     /* at the bf16 rate with an fp8 cache too: vLLM's fp8 FA3 prefill took 1.6-1.8x what the fp8 peak gives
      * (predictors/data/h200/vllm_kvfp8_kernels_2026-12-04) */
-    double tc = flops / (coef[1] * spec->peak_flops_bf16), tm = bytes / (coef[2] * spec->mem_bw);
+    double tc = flops / (coef[1] * fitted->peak_flops_bf16), tm = bytes / (coef[2] * fitted->mem_bw);
     /* a decode step's tiles at the serving decode cost; a step with a prompt chunk keeps the in-situ fit's */
     double per_tile = c.decode_tiles == c.tiles ? coef[4] : coef[3];
-    return (coef[0] + per_tile * c.tiles) * 1e-9 + tc + tm;
+    double t = (coef[0] + per_tile * c.tiles) * 1e-9 + tc + tm;
+    if (fitted == spec) return t;
+    /* another card: the time on the card the model was fitted on, moved by its shares */
+    return tw_transfer_split(spec, t, tc, tm, tc * fitted->peak_flops_bf16 / spec->peak_flops_bf16,
+                             tm * fitted->mem_bw / spec->mem_bw, TRANSFER_P_STEP, 1.0);
 }

@@ -401,8 +401,14 @@ int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, 
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
 /* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns,
- * per_decode_tile_ns (a decode step's tiles; per_tile_ns where the row has four values). */
-int tw_profile_attn_step(double coef[5]);
+ * per_decode_tile_ns (a decode step's tiles; per_tile_ns where the row has four values). Returns the GPU it
+ * was fitted on, NULL without a row. */
+const tw_gpu_spec *tw_profile_attn_step(double coef[5]);
+/* measured_s on the profiled GPU -> seconds on spec, by shares (profile.c, transfer): cp and mp the work's
+ * compute and memory times on the profiled GPU, ct and mt on spec, the shares added as P-th powers, the
+ * memory share taken at `stream` of the bandwidth. measured_s itself where spec is the profiled GPU. */
+double tw_transfer_split(const tw_gpu_spec *spec, double measured_s, double cp, double mp, double ct, double mt,
+                         double P, double stream);
 const char *tw_layer_name(int layer);
 
 /* ---------------------------------------------------------------- records (trace.c) */
