@@ -34,7 +34,9 @@
  * but draw their power. A CUDA graph replay draws the power of its nodes averaged over its span, and its
  * stretchable nodes' time is stretched (a trace shows the stretch on those nodes: graph.c, tw_graph_exec_trace).
  *
- * Other devices get the H200's model (not measured there).
+ * Other devices get the H200's model. On an H100 (predictors/data/h100/power_2026-12-06) the same experiments
+ * slowed 0.5-2 points less over each (a 3 s GEMM loop 1.175x against 1.196x) with onsets alike; the A100 and
+ * B200 (400 and 1000 W) are not measured.
  *
  * On by default; TIMEWARP_POWER=0 turns it off (every kernel at full clock). */
 #define _GNU_SOURCE

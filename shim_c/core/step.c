@@ -33,8 +33,9 @@
  * per step real, 2.25 emulated; the H200's trace 1.70, so the H100 ran it 1.19x, where the bandwidths give
  * 1.44x and the sum 1.34x) and 15% high in case 4's 8192-token steps of 2048-token prompts beside up to 124
  * decodes (vllm_2026-12-06a: 19.9 ms per step real, 22.8 emulated, 18.8 on the emulated H200). Shares as
- * squares give 1.27x and 1.12x, as fourth powers 1.21x and 1.04x: the persistent kernel overlaps the decode
- * tiles' K/V stream with the prompt tiles' tensor work, on the slower memory more than the sum says. */
+ * fourth powers give 2.03 and 19.8 ms (1.21x and 1.06x the emulated H200; squares about 1.27x in the decode
+ * step): the persistent kernel overlaps the decode tiles' K/V stream with its other work, on the slower
+ * memory more than the sum says. */
 #define TRANSFER_P_STEP 4.0
 #define _GNU_SOURCE
 #include <math.h>

@@ -1,0 +1,48 @@
+"""How each power_dynamics.py experiment slowed over time, one card beside another: per experiment, the median
+launch duration in windows after the start, over the experiment's first launches (full clock).
+
+    python predictors/calibration/power_curves.py A.json [B.json ...]
+
+A.json, B.json: power_dynamics.py's output (e.g. predictors/data/h200/power_2026-11-30/power_dynamics.json and
+an H100's); experiments present in several files are printed one under the other. What power.c's FIRST, LATER
+and onset stand for, per card.
+"""
+import json
+import statistics
+import sys
+
+WINDOWS_MS = [(0, 30), (30, 60), (60, 100), (100, 300), (300, 1000), (1000, 3000)]
+
+
+def curve(exp: dict) -> tuple[float, list[str]]:
+    t, d = exp["t_ms"], exp["dur_ms"]
+    full = statistics.median(d[:3])
+    cells = []
+    for lo, hi in WINDOWS_MS:
+        w = [x for s, x in zip(t, d) if lo <= s < hi]
+        cells.append(f"{statistics.median(w) / full:6.3f}" if w else "     -")
+    return full, cells
+
+
+def main(paths: list[str]) -> int:
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    runs = []
+    for p in paths:
+        with open(p) as f:
+            runs.append((p, json.load(f)))
+    names = []
+    for _, r in runs:
+        names += [k for k, v in r.items() if isinstance(v, dict) and len(v.get("dur_ms", [])) >= 10 and k not in names]
+    print(f"{'experiment':18} {'card':24} {'full ms':>8} " + " ".join(f"{f'{a}-{b}':>6}" for a, b in WINDOWS_MS))
+    for n in names:
+        for p, r in runs:
+            if n in r and len(r[n].get("dur_ms", [])) >= 10:
+                full, cells = curve(r[n])
+                print(f"{n:18} {r.get('gpu', p)[:24]:24} {full:8.4f} " + " ".join(cells))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
