@@ -289,6 +289,9 @@ static double lerp_log(double x0, double y0, double x1, double y1, double x) {
  * Fractions 0.8-1.0 and powers 2-6 were tried (predictors/calibration/gemm_transfer_fit.py). */
 #define GEMM_STREAM_FRACTION 0.9
 #define TRANSFER_P_GEMM 4.0
+
+/* The arithmetic of transfer, below, given the work's parts on both cards; step.c's attention model uses it
+ * too (tw/core.h). */
 double tw_transfer_split(const tw_gpu_spec *spec, double measured_s, double cp, double mp, double ct, double mt,
                          double P, double stream) {
     if (!profiled || spec == profiled || measured_s <= 0) return measured_s;

@@ -37,12 +37,13 @@
  * step): the persistent kernel overlaps the decode tiles' K/V stream with its other work, on the slower
  * memory more than the sum says. (In serving the H100's decode steps then came out -2.5% on average: the real
  * steps' gaps between kernels, which the FA3 lean had covered, are not modelled; docs/LIMITATIONS.md.) */
-#define TRANSFER_P_STEP 4.0
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
 #include "internal.h"
+
+#define TRANSFER_P_STEP 4.0   /* the shares' power on another card (above) */
 
 typedef struct {
     uint64_t gen;
