@@ -24,6 +24,11 @@ def curve(exp: dict) -> tuple[float, list[str]]:
     return full, cells
 
 
+def experiments(run: dict) -> dict:
+    """a power_dynamics.py output's experiments with enough launches for a curve"""
+    return {k: v for k, v in run.items() if isinstance(v, dict) and len(v.get("dur_ms", [])) >= 10}
+
+
 def main(paths: list[str]) -> int:
     if not paths:
         print(__doc__, file=sys.stderr)
@@ -31,16 +36,15 @@ def main(paths: list[str]) -> int:
     runs = []
     for p in paths:
         with open(p) as f:
-            runs.append((p, json.load(f)))
-    names = []
-    for _, r in runs:
-        names += [k for k, v in r.items() if isinstance(v, dict) and len(v.get("dur_ms", [])) >= 10 and k not in names]
+            run = json.load(f)
+        runs.append((run.get("gpu", p), experiments(run)))
+    names = list(dict.fromkeys(k for _, exps in runs for k in exps))
     print(f"{'experiment':18} {'card':24} {'full ms':>8} " + " ".join(f"{f'{a}-{b}':>6}" for a, b in WINDOWS_MS))
     for n in names:
-        for p, r in runs:
-            if n in r and len(r[n].get("dur_ms", [])) >= 10:
-                full, cells = curve(r[n])
-                print(f"{n:18} {r.get('gpu', p)[:24]:24} {full:8.4f} " + " ".join(cells))
+        for card, exps in runs:
+            if n in exps:
+                full, cells = curve(exps[n])
+                print(f"{n:18} {card[:24]:24} {full:8.4f} " + " ".join(cells))
     return 0
 
 
