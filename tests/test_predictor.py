@@ -585,6 +585,36 @@ def test_batch_profile_gives_requests_per_step_by_tenth_of_the_steps():
     assert batch_profile(ev, 3, 100, parts=2) == [(4.0, 300.0, 2), (4.0, 4.0, 0)]
 
 
+def test_decode_spans_compare_decode_only_steps_by_request_count_against_every_server(tmp_path):
+    """predictors/compare_decode_spans.py: a decode-only step (tokens == requests, none new) is timed by its
+    gpu.step; steps with a prompt, with a new request or outside the case do not count, nor a request count
+    with fewer than 5 steps; the error is against the median of the servers' medians."""
+    from timewarp.predictors.compare_decode_spans import compare, decode_spans
+
+    def server(name, steps, extra=()):
+        d = tmp_path / name
+        (d / "timeline").mkdir(parents=True)
+        lines, t = [], 1000
+        for tokens, reqs, new, ms in [*extra, *steps]:
+            lines.append(f"sched.schedule\t{t}\t{t + 1}\t9\ttokens={tokens} reqs={reqs} new={new}")
+            lines.append(f"gpu.step\t{t + 2}\t{t + 2}\t9\tgpu_ms={ms}\t0")
+            t += 10
+        (d / "timeline" / "timeline-9.tsv").write_text("\n".join(lines) + "\n")
+        (d / "marks.txt").write_text(f"case3 start 1000\ncase3 end {t}\n")
+        return d
+
+    noise = [(512, 4, 4, 50.0), (9, 4, 1, 20.0), (5, 4, 0, 30.0)]   # a prompt, a new request, a chunk
+    emu = server("emu", [(4, 4, 0, 6.6)] * 6 + [(3, 3, 0, 5.0)] * 2, noise)
+    reals = [server(f"r{i}", [(4, 4, 0, ms)] * 5) for i, ms in enumerate((6.0, 6.6, 7.2))]
+    assert decode_spans(emu, "case3") == {4: [6.6] * 6, 3: [5.0] * 2}
+    assert decode_spans(emu, "case9") is None
+    (row,) = compare(emu, reals, ["case3"])
+    assert (row["reqs"], row["steps"], row["servers"], row["lo"], row["hi"]) == (4, 6, 3, 6.0, 7.2)
+    assert row["error"] == pytest.approx(0.0)
+    (row,) = compare(emu, reals[:1], ["case3"])
+    assert row["error"] == pytest.approx(0.1)
+
+
 def test_arrival_bursts_gives_requests_and_ms_per_request_of_each_burst():
     """predictors/compare_vllm_timeline.py: runs of API-server inputs less than gap_ms apart, each as
     (requests, ms per request); shorter runs than `least` and inputs outside the window do not count. Real

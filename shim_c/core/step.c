@@ -35,8 +35,8 @@
  * decodes (vllm_2026-12-06a: 19.9 ms per step real, 22.8 emulated, 18.8 on the emulated H200). Shares as
  * fourth powers give 2.03 and 19.8 ms (1.21x and 1.06x the emulated H200; squares about 1.27x in the decode
  * step): the persistent kernel overlaps the decode tiles' K/V stream with its other work, on the slower
- * memory more than the sum says. (In serving the H100's decode steps then came out -2.5% on average: the real
- * steps' gaps between kernels, which the FA3 lean had covered, are not modelled; docs/LIMITATIONS.md.) */
+ * memory more than the sum says. (In serving the H100's decode steps then came out -2.5% on average against six servers, whose boards
+ * differ by up to 3.7% in a decode step; docs/LIMITATIONS.md.) */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdatomic.h>
