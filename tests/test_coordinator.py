@@ -364,8 +364,11 @@ def test_the_threads_of_a_pool_share_one_gil():
     on = _gil_contention("1", "pool4")
     assert all(0.5 < e - s < 2.0 for s, e in on["pieces"]), on   # each its own 1 ms of CPU
     # one after another: the loop has them after the four pieces' time together (about 4 ms; measured, since
-    # a piece's CPU moves with this machine's speed: 0.8 ms each in one suite run), not after one piece's
-    assert 0.9 * sum(e - s for s, e in on["pieces"]) < on["done_ms"] < 8, on
+    # a piece's CPU moves with this machine's speed: 0.8 ms each in one suite run), not after one piece's; at
+    # most one switch interval (5 ms) later: once in a loaded suite run a thread started its piece that late
+    # (done after 8.4 ms; 3.9-4.6 ms in twelve runs here, six of them beside two busy processes)
+    work = sum(e - s for s, e in on["pieces"])
+    assert 0.9 * work < on["done_ms"] < work + 5.5, on
 
 
 def test_pool_thread_waiting_for_the_real_gil_does_not_spin():
