@@ -113,6 +113,9 @@ from .vllm_gemm_rows import STEP_KERNEL   # once per step, its first kernel; gri
 
 HEADS, KV_HEADS, HEAD_DIM = 32, 8, 128
 TILE_ROWS = 128                      # FA3 sm90 hdim128 query tile (kBlockM), GQA-packed rows
+# step.c's DECODE_FULL_BLOCKS / DECODE_FREE_BLOCKS: a decode tile of a context up to 3 KV blocks of 128 tokens
+# pays the prompts' per-tile cost, from 5 blocks the decode cost, linear between
+DECODE_FULL_BLOCKS, DECODE_FREE_BLOCKS = 3, 5
 ATTENTION_CSV = pb.VLLM_DIR / "attention.csv"
 KERNELS_JSON = pb.VLLM_DIR / "kernels.json"
 COMBINE_BLOCK = (256, 1, 1)
@@ -137,7 +140,7 @@ def rates(gpu: str = "H200") -> tuple[float, float]:
 def features(q, k, heads: int = HEADS, kv_heads: int = KV_HEADS, head_dim: int = HEAD_DIM) -> dict:
     """What step.c's tw_step_set accumulates, for one step (lists of per-request query and context lengths)."""
     group = heads / kv_heads
-    sum_q = sum_k = pairs = tiles = decode_tiles = 0.0
+    sum_q = sum_k = pairs = tiles = decode_tiles = decode_full = 0.0
     for qi, ki in zip(q, k):
         qi = max(float(qi), 0.0)
         ki = max(float(ki), qi)
@@ -146,9 +149,12 @@ def features(q, k, heads: int = HEADS, kv_heads: int = KV_HEADS, head_dim: int =
         pairs += qi * (ki - qi) + qi * (qi + 1) / 2
         t = kv_heads * math.ceil(qi * group / TILE_ROWS)
         tiles += t
-        decode_tiles += t if qi == 1 else 0.0
+        if qi == 1:
+            decode_tiles += t
+            w = (DECODE_FREE_BLOCKS - math.ceil(ki / 128)) / (DECODE_FREE_BLOCKS - DECODE_FULL_BLOCKS)
+            decode_full += t * min(max(w, 0.0), 1.0)
     return {"nreq": len(q), "sum_q": sum_q, "sum_k": sum_k, "pairs": pairs, "tiles": tiles,
-            "decode_tiles": decode_tiles,
+            "decode_tiles": decode_tiles, "decode_full": decode_full,
             "flops": 4 * heads * head_dim * pairs,
             "bytes": 2.0 * head_dim * (2 * sum_k * kv_heads + 2 * sum_q * heads)}
 
@@ -156,13 +162,15 @@ def features(q, k, heads: int = HEADS, kv_heads: int = KV_HEADS, head_dim: int =
 def predict_ns(coef, f, peak: float, bw: float):
     """step.c's tw_step_predict_s, in ns, for one step's features (a dict) or a frame of them. coef = (t0_ns,
     eff_c, eff_m, per_tile_ns[, per_decode_tile_ns]): a decode step's tiles (every query one token) cost the
-    fifth, where there is one."""
+    fifth, where there is one, but those of short contexts (decode_full) the fourth."""
     import numpy as np
 
     t0, eff_c, eff_m, per_tile = coef[:4]
     per_decode = coef[4] if len(coef) > 4 else per_tile
-    tile = np.where(np.asarray(f["decode_tiles"]) == np.asarray(f["tiles"]), per_decode, per_tile)
-    return (t0 + tile * f["tiles"] + f["flops"] / (eff_c * peak) * 1e9 + f["bytes"] / (eff_m * bw) * 1e9)
+    tiles, full = np.asarray(f["tiles"], float), np.asarray(f.get("decode_full", 0.0), float)
+    decode = per_decode * (tiles - full) + per_tile * full
+    tile_ns = np.where(np.asarray(f["decode_tiles"]) == tiles, decode, per_tile * tiles)
+    return (t0 + tile_ns + f["flops"] / (eff_c * peak) * 1e9 + f["bytes"] / (eff_m * bw) * 1e9)
 
 
 def _other_kernels() -> dict:
@@ -441,7 +449,8 @@ def fit_decode_tile(coef, serving, peak: float, bw: float) -> float:
     if serving is None or not len(serving):
         return float(coef[3])
     base = predict_ns((*coef[:4], 0.0), serving, peak, bw).to_numpy(float)
-    y, dt = serving.y_ns.to_numpy(float), serving.decode_tiles.to_numpy(float)
+    y = serving.y_ns.to_numpy(float)
+    dt = serving.decode_tiles.to_numpy(float) - serving.get("decode_full", 0.0 * serving.decode_tiles).to_numpy(float)
     w = 1.0 / serving.groupby("case").case.transform("size").to_numpy(float)
     x = float(np.sum(w * (dt / y) * (y - base) / y) / np.sum(w * (dt / y) ** 2))
     return max(x, 0.0)

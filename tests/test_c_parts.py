@@ -93,6 +93,32 @@ def test_a_decode_step_s_attention_takes_what_fa3_took_in_vllm_serving(step_grap
     assert 0.95 * real_us <= got <= 1.05 * real_us, (got, real_us)
 
 
+def test_a_short_context_decode_step_s_tiles_pay_the_prompts_tile_cost(step_graph_output):
+    """shim_c/core/step.c: a decode tile of a context up to 3 KV blocks (384 tokens) costs the prompts' per-tile
+    cost (21.8 ns), from 5 blocks the serving decode cost (5.1 ns). The offline recording's held-out decode
+    steps at contexts under 1024 (FA3 per step, in situ: predictors/fit_attention.py's decode_short) come
+    within 5% median with it; with every decode tile at 5.1 ns they came out -36% median. The C replay of 64
+    requests at 320 tokens of context takes what the Python mirror (fit_attention.predict_ns) gives."""
+    pytest.importorskip("pandas")
+    import statistics
+    from timewarp.predictors import fit_attention as fa
+
+    profile = pathlib.Path(fa.__file__).parent / "data/h200/profile.tsv"
+    coef = next(tuple(float(x) for x in line.split("\t")[1:6]) for line in profile.read_text().splitlines()
+                if line.startswith("attnstep\t"))
+    peak, bw = fa.rates("H200")
+    v = fa.vllm_step_rows()
+    v = v[v.held_out & (v.regime == "decode_short")]
+    err = ((fa.predict_ns(coef, v, peak, bw) - v.y_ns) / v.y_ns).tolist()
+    assert len(err) >= 50
+    assert abs(statistics.median(err)) < 0.05 and statistics.median(abs(e) for e in err) < 0.06, err
+    short = fa.features([1] * 64, [320] * 64)
+    assert short["decode_full"] == short["decode_tiles"] == 512
+    mirror_us = float(fa.predict_ns(coef, short, peak, bw)) / 1e3
+    got = _json_result(step_graph_output)["decode_64x320_us"]
+    assert abs(got / mirror_us - 1) < 0.05, (got, mirror_us)
+
+
 def test_a_decode_step_s_attention_moves_to_the_h100_as_fa3_did_in_serving(step_graph_output, tmp_path):
     """vLLM's profiler in `vllm serve` timed FA3 in case 3's decode steps (64 requests) on both cards: 2.02 ms
     per step on the real H100 (predictors/data/h100/vllm_2026-12-06b), 1.70 on the real H200 (vllm_2026-11-30e),

@@ -45,9 +45,20 @@
 
 #define TRANSFER_P_STEP 4.0   /* the shares' power on another card (above) */
 
+/* A decode tile whose request has a short context pays the prompts' per-tile cost: its fixed cost has too
+ * little K/V stream to hide behind. The serving decode cost (5.1 ns) was fitted on contexts of 640-1584;
+ * decode steps at shorter contexts came out short by about the difference (21.8 - 5.1 ns per tile) against the
+ * real H200 servers' timelines (predictors/compare_decode_spans.py, fifty-second session: 256 requests at
+ * 256-384 tokens -8.8%, 128 at 256-512 -7.0%, 48 at 256-320 -3.7%, 96 at 512-640 -2.0%, 64 at 512-768 -1.9%).
+ * In KV blocks of 128 tokens: up to DECODE_FULL_BLOCKS the full cost, from DECODE_FREE_BLOCKS the decode
+ * cost, linear between (4 blocks: half). Chosen on those five cases; predictors/fit_attention.py mirrors it. */
+#define DECODE_FULL_BLOCKS 3
+#define DECODE_FREE_BLOCKS 5
+
 typedef struct {
     uint64_t gen;
     double nreq, sum_q, sum_k, pairs, tiles, decode_tiles, heads, kv_heads, head_dim;   /* decode: q_i = 1 */
+    double decode_full;   /* decode tiles at the prompts' per-tile cost (short contexts, above), weighted */
 } step_ctx;
 
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -73,7 +84,11 @@ void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv
         /* work tiles: the request's query rows of one KV head's group, in blocks of 128 rows, per KV head */
         double t = c.kv_heads * ceil(qi * group / 128);
         c.tiles += t;
-        if (q[i] == 1) c.decode_tiles += t;
+        if (q[i] == 1) {
+            c.decode_tiles += t;
+            double blocks = ceil(ki / 128), w = (DECODE_FREE_BLOCKS - blocks) / (DECODE_FREE_BLOCKS - DECODE_FULL_BLOCKS);
+            c.decode_full += t * (w < 0 ? 0 : w > 1 ? 1 : w);
+        }
     }
     c.nreq = nreq;
     pthread_mutex_lock(&step_lock);
@@ -126,9 +141,11 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     /* at the bf16 rate with an fp8 cache too: vLLM's fp8 FA3 prefill took 1.6-1.8x what the fp8 peak gives
      * (predictors/data/h200/vllm_kvfp8_kernels_2026-12-04) */
     double tc = flops / (coef[1] * fitted->peak_flops_bf16), tm = bytes / (coef[2] * fitted->mem_bw);
-    /* a decode step's tiles at the serving decode cost; a step with a prompt chunk keeps the in-situ fit's */
-    double per_tile = c.decode_tiles == c.tiles ? coef[4] : coef[3];
-    double t = (coef[0] + per_tile * c.tiles) * 1e-9 + tc + tm;
+    /* a decode step's tiles at the serving decode cost, those of short contexts at the in-situ fit's; a step
+     * with a prompt chunk keeps the in-situ fit's for all */
+    double tile_ns = c.decode_tiles == c.tiles ? coef[4] * (c.tiles - c.decode_full) + coef[3] * c.decode_full
+                                               : coef[3] * c.tiles;
+    double t = (coef[0] + tile_ns) * 1e-9 + tc + tm;
     if (fitted == spec) return t;
     /* another card: the time on the card the model was fitted on, moved by its shares */
     return tw_transfer_split(spec, t, tc, tm, tc * fitted->peak_flops_bf16 / spec->peak_flops_bf16,
