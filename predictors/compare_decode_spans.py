@@ -90,12 +90,14 @@ def main(argv: list[str] | None = None) -> int:
     if not rows:
         print("no decode-only steps in common with the real servers")
         return 1
-    print(f"{'case':8} {'reqs':>5} {'steps':>6} {'emulated ms':>12} {'real ms':>9} {'servers (range)':>24} {'error':>7}")
+    print(f"{'case':8} {'reqs':>5} {'steps':>6} {'emulated ms':>12} {'real ms':>9} {'servers (range)':>24} "
+          f"{'error':>7}")
     for r in rows:
         print(f"{r['case']:8} {r['reqs']:5d} {r['steps']:6d} {r['emulated']:12.3f} {r['real']:9.3f} "
               f"{r['servers']:4d} ({r['lo']:.3f}..{r['hi']:.3f}) {100 * r['error']:+6.1f}%")
     # per case, its most frequent request count: the case's steady state
-    main_rows = [max((r for r in rows if r["case"] == c), key=lambda r: r["steps"]) for c in dict.fromkeys(r["case"] for r in rows)]
+    main_rows = [max((r for r in rows if r["case"] == c), key=lambda r: r["steps"])
+                 for c in dict.fromkeys(r["case"] for r in rows)]
     errs = [r["error"] for r in main_rows]
     print(f"each case's most frequent count: mean error {100 * statistics.mean(errs):+.1f}%, "
           f"mean |error| {100 * statistics.mean(abs(x) for x in errs):.1f}% over {len(errs)} cases")

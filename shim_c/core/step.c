@@ -17,8 +17,10 @@
  * short prefills slower than their FLOPs. A decode step (every request one query token: 8 tiles each, one
  * per KV head) has its own per-tile cost, fitted on vLLM serving (predictors/fit_attention.py, stage 4):
  * there a decode tile's fixed cost hides behind the K/V stream of the others (about 5 ns), and with the
- * prompts' per-tile cost FA3 came out 8-15% high at 32-160 decoding requests. Steps with a prompt keep the
- * one cost: in serving they came out -6% with it, -13% with their decodes at the decode cost.
+ * prompts' per-tile cost FA3 came out 8-15% high at 32-160 decoding requests (contexts of 640-1584); at
+ * short contexts it does not hide, and those tiles keep the prompts' cost (DECODE_FULL_BLOCKS, below).
+ * Steps with a prompt keep the one cost: in serving they came out -6% with it, -13% with their decodes at
+ * the decode cost.
  * t0, eff_c, eff_m and the two tile costs are fitted on the real H200 (FA3 inside a recorded vLLM run and in
  * `vllm serve`, and predictors/calibration/vllm_attention_bench.py; predictors/fit_attention.py -> the
  * "attnstep <t0_ns> <eff_c> <eff_m> <per_tile_ns> <per_decode_tile_ns>" profile row). Without a fitted row
@@ -35,8 +37,8 @@
  * decodes (vllm_2026-12-06a: 19.9 ms per step real, 22.8 emulated, 18.8 on the emulated H200). Shares as
  * fourth powers give 2.03 and 19.8 ms (1.21x and 1.06x the emulated H200; squares about 1.27x in the decode
  * step): the persistent kernel overlaps the decode tiles' K/V stream with its other work, on the slower
- * memory more than the sum says. (In serving the H100's decode steps then came out -2.5% on average against six servers, whose boards
- * differ by up to 3.7% in a decode step; docs/LIMITATIONS.md.) */
+ * memory more than the sum says. (In serving the H100's decode steps then came out -2.5% on average against
+ * six servers, whose boards differ by up to 3.7% in a decode step; docs/LIMITATIONS.md.) */
 #define _GNU_SOURCE
 #include <math.h>
 #include <stdatomic.h>
@@ -48,8 +50,9 @@
 /* A decode tile whose request has a short context pays the prompts' per-tile cost: its fixed cost has too
  * little K/V stream to hide behind. The serving decode cost (5.1 ns) was fitted on contexts of 640-1584;
  * decode steps at shorter contexts came out short by about the difference (21.8 - 5.1 ns per tile) against the
- * real H200 servers' timelines (predictors/compare_decode_spans.py, fifty-second session: 256 requests at
- * 256-384 tokens -8.8%, 128 at 256-512 -7.0%, 48 at 256-320 -3.7%, 96 at 512-640 -2.0%, 64 at 512-768 -1.9%).
+ * real H200 servers' timelines (predictors/compare_decode_spans.py, fifty-second session: 255-256 requests at
+ * 256-384 tokens -7.8 to -8.8%, 128 at 256-512 -7.0%, 48 at 256-320 -3.7%, 96 at 512-640 -2.0%, 64 at 512-768
+ * -1.9%; with it +1.4, -1.5, -0.3, -2.2, -2.0%, and held-out cases at 128-608 tokens -8.0..-1.8% -> -1.4..+3.8%).
  * In KV blocks of 128 tokens: up to DECODE_FULL_BLOCKS the full cost, from DECODE_FREE_BLOCKS the decode
  * cost, linear between (4 blocks: half). Chosen on those five cases; predictors/fit_attention.py mirrors it. */
 #define DECODE_FULL_BLOCKS 3
@@ -86,7 +89,8 @@ void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv
         c.tiles += t;
         if (q[i] == 1) {
             c.decode_tiles += t;
-            double blocks = ceil(ki / 128), w = (DECODE_FREE_BLOCKS - blocks) / (DECODE_FREE_BLOCKS - DECODE_FULL_BLOCKS);
+            double blocks = ceil(ki / 128);   /* the request's KV blocks of 128 tokens */
+            double w = (DECODE_FREE_BLOCKS - blocks) / (DECODE_FREE_BLOCKS - DECODE_FULL_BLOCKS);
             c.decode_full += t * (w < 0 ? 0 : w > 1 ? 1 : w);
         }
     }
