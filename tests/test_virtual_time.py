@@ -196,8 +196,8 @@ warm = native_price.native(lambda: loop(300000))
 tiny = native_price.native(lambda: loop(100), cold=True)
 inner = native_price.native(lambda: loop(150000), cold=True)
 nested = native_price.native(lambda: (loop(150000), inner()), cold=True)   # transformers 4's _encode_plus
-# until the native probe has measured every CPU: its pace (pinned at 20x) is on in 5 calls running; a fixed
-# count of calls fell short on a loaded CI machine, and a cold call then ran half at the Python pace
+# until the native probe has measured every CPU: its pace (pinned at 20x) is on in 5 calls running (15-27
+# calls here under load; a fixed count could fall short on a slower machine, pricing a cold call at the Python pace)
 steady = 0
 for _ in range(3000):
     v, c = charged(warm)
