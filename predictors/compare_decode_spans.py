@@ -27,39 +27,46 @@ DATA = Path(__file__).resolve().parent / "data"
 MIN_STEPS = 5   # a request count with fewer steps in a run is a transition, not a steady state
 
 
-def decode_spans(d: Path, case: str) -> dict[int, list[float]] | None:
-    """{requests: [GPU ms of each decode-only step]} of one case in d's timelines; None if d did not run it."""
+def spans_by_case(d: Path) -> dict[str, dict[int, list[float]]]:
+    """{case: {requests: [GPU ms of each decode-only step]}} of every case in d's marks, its timelines read once."""
     ev, marks = load(d, ("sched.schedule", "gpu.step"))
-    m = marks.get(case)
-    if not m or "start" not in m or "end" not in m:
-        return None
-    out: dict[int, list[float]] = {}
-    reqs = None
+    windows = [(c, m["start"], m["end"]) for c, m in marks.items() if "start" in m and "end" in m]
+    out: dict[str, dict[int, list[float]]] = {c: {} for c, _, _ in windows}
+    reqs = step_case = None
     for s, _e, name, _tid, detail, _cpu in ev:
-        if not m["start"] <= s <= m["end"]:
+        case = next((c for c, lo, hi in windows if lo <= s <= hi), None)
+        if case is None:
             continue
         if name == "sched.schedule":
             f = _fields(detail)
             tokens, n = int(f.get("tokens", 0)), int(f.get("reqs", 0))
             reqs = n if n > 0 and tokens == n and f.get("new") == "0" else None
-        elif name == "gpu.step" and reqs:
-            out.setdefault(reqs, []).append(float(detail.split("gpu_ms=")[1]))
+            step_case = case
+        elif name == "gpu.step" and reqs and case == step_case:
+            out[case].setdefault(reqs, []).append(float(detail.split("gpu_ms=")[1]))
             reqs = None
     return out
+
+
+def decode_spans(d: Path, case: str) -> dict[int, list[float]] | None:
+    """{requests: [GPU ms of each decode-only step]} of one case in d's timelines; None if d did not run it."""
+    return spans_by_case(d).get(case)
 
 
 def real_dirs(card: str) -> list[Path]:
     return sorted(p for p in (DATA / card).glob("vllm_2026-*") if (p / "timeline").is_dir())
 
 
-def compare(emulated: Path, reals: list[Path], cases: list[str]) -> list[dict]:
-    """One row per (case, request count): emulated and real medians (ms), the servers' range and count."""
+def compare(emulated: Path, reals: list[Path], cases: list[str] | None = None) -> list[dict]:
+    """One row per (case, request count): emulated and real medians (ms), the servers' range and count. cases:
+    caseK names (None: every case of the emulated run, in its marks' order)."""
     rows = []
-    for case in cases:
-        emu = decode_spans(emulated, case)
+    emulated_spans, real_spans = spans_by_case(emulated), [spans_by_case(d) for d in reals]
+    for case in cases or [c for c in emulated_spans if c.startswith("case")]:
+        emu = emulated_spans.get(case)
         if not emu:
             continue
-        servers = [r for r in (decode_spans(d, case) for d in reals) if r]
+        servers = [r[case] for r in real_spans if r.get(case)]
         top = sorted((k for k in emu if len(emu[k]) >= MIN_STEPS), key=lambda k: -len(emu[k]))[:4]
         for k in sorted(top):
             meds = [statistics.median(s[k]) for s in servers if len(s.get(k, ())) >= MIN_STEPS]
@@ -84,9 +91,7 @@ def main(argv: list[str] | None = None) -> int:
     reals = a.real or real_dirs(a.card)
     if not reals:
         ap.error(f"no real servers with timelines under {DATA / a.card}")
-    _, marks = load(a.emulated, ())
-    cases = a.cases or sorted((c for c in marks if c.startswith("case")), key=lambda c: marks[c].get("start", 0))
-    rows = compare(a.emulated, reals, cases)
+    rows = compare(a.emulated, reals, a.cases or None)
     if not rows:
         print("no decode-only steps in common with the real servers")
         return 1

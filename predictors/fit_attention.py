@@ -173,7 +173,7 @@ def predict_ns(coef, f, peak: float, bw: float):
 
     t0, eff_c, eff_m, per_tile = coef[:4]
     per_decode = coef[4] if len(coef) > 4 else per_tile
-    tiles, full = np.asarray(f["tiles"], float), np.asarray(f.get("decode_full", 0.0), float)
+    tiles, full = np.asarray(f["tiles"], float), np.asarray(f["decode_full"], float)
     decode = per_decode * (tiles - full) + per_tile * full
     tile_ns = np.where(np.asarray(f["decode_tiles"]) == tiles, decode, per_tile * tiles)
     return (t0 + tile_ns + f["flops"] / (eff_c * peak) * 1e9 + f["bytes"] / (eff_m * bw) * 1e9)
@@ -456,7 +456,7 @@ def fit_decode_tile(coef, serving, peak: float, bw: float) -> float:
         return float(coef[3])
     base = predict_ns((*coef[:4], 0.0), serving, peak, bw).to_numpy(float)
     y = serving.y_ns.to_numpy(float)
-    dt = serving.decode_tiles.to_numpy(float) - serving.get("decode_full", 0.0 * serving.decode_tiles).to_numpy(float)
+    dt = serving.decode_tiles.to_numpy(float) - serving.decode_full.to_numpy(float)
     w = 1.0 / serving.groupby("case").case.transform("size").to_numpy(float)
     x = float(np.sum(w * (dt / y) * (y - base) / y) / np.sum(w * (dt / y) ** 2))
     return max(x, 0.0)
