@@ -18,6 +18,11 @@ import time
 PR_SET_CHILD_SUBREAPER = 36   # <linux/prctl.h>
 STOP_GRACE_S = 30.0           # real seconds a signalled program has to end before its processes are killed
 LEFTOVER_GRACE_S = 5.0        # real seconds a process left behind has between SIGTERM and SIGKILL
+# real seconds a process the program left has to end by itself before it is signalled: Python's multiprocessing
+# resource tracker (vLLM's and torch's spawned workers start one) outlives its parent by a few milliseconds,
+# until it reads the end of its pipe and cleans up (ending it then was harmless, but the run reported it as left
+# running after every vLLM benchmark)
+LEFTOVER_SETTLE_S = 1.0
 
 
 def become_subreaper() -> bool:
@@ -86,11 +91,18 @@ def kill_tree(pid: int) -> None:
     _signal(tree, signal.SIGKILL)
 
 
-def end_leftovers(keep: set[int], grace_s: float = LEFTOVER_GRACE_S) -> list[int]:
-    """End every descendant of this process not in keep (the coordinator's own): SIGTERM, then SIGKILL to
-    whatever is still there after grace_s. Returns the pids it found."""
+def end_leftovers(keep: set[int], grace_s: float = LEFTOVER_GRACE_S,
+                  settle_s: float = LEFTOVER_SETTLE_S) -> list[int]:
+    """End every descendant of this process not in keep (the coordinator's own) that has not ended by itself
+    within settle_s: SIGTERM, then SIGKILL to whatever is still there after grace_s. Returns the pids it
+    had to signal."""
     me = os.getpid()
     left = [p for p in descendants(me) if p not in keep]
+    deadline = time.monotonic() + settle_s
+    while left and time.monotonic() < deadline:
+        time.sleep(0.02)
+        _reap(left)
+        left = [p for p in descendants(me) if p not in keep]
     if not left:
         return []
     _signal(left, signal.SIGTERM)
