@@ -66,15 +66,19 @@ HF_RUNS = [REAL / "hf32_repeat.jsonl", HOST_OPS / "hf_llama8b.jsonl"] + [
 
 def real_figures(real: pathlib.Path) -> dict:
     """{program: {figure: [values of the real runs]}}"""
-    runs = [json.loads((real / "real_hf_llama8b.json").read_text())]
+    # a lease's folder may hold several runs of each program: real_hf_llama8b.json and .jsonl (one run a
+    # line), programs.jsonl's lines in any number, demo.txt's outputs one after another
+    runs = [json.loads(x) for f in (real / "real_hf_llama8b.json", real / "real_hf_llama8b.jsonl") if f.exists()
+            for x in ([f.read_text()] if f.suffix == ".json" else f.read_text().splitlines()) if x.strip()]
     if real == REAL:
         runs += [json.loads(x) for f in HF_RUNS if f.exists() for x in f.read_text().splitlines() if x.strip()]
     runs = [r for r in runs if r.get("layers", 32) == 32]
     out = {"hf_llama8b.py": {k: [r[k] for r in runs if k in r] for k in runs[0]}}
     for line in (real / "programs.jsonl").read_text().splitlines():
         d = json.loads(line)
-        out[d["program"]] = {k: [v] for k, v in d["result"].items()}
-    out["demo"] = {k: [v] for k, v in parse_demo((real / "demo.txt").read_text()).items()}
+        for k, v in d["result"].items():
+            out.setdefault(d["program"], {}).setdefault(k, []).append(v)
+    out["demo"] = parse_demo_runs((real / "demo.txt").read_text())
     for later in (LATER if real == REAL else []):
         for f in (later / "programs.jsonl", later / "device_basics_repeat.jsonl"):
             for line in (f.read_text().splitlines() if f.exists() else []):

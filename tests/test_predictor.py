@@ -745,6 +745,12 @@ def test_whole_program_reference_takes_every_leases_runs():
     adds = real["host_ops.py --quick"]["add_m1"]
     assert len(adds) == 7 and 7.52 in adds and 11.2 in adds, adds
     assert len(real["hf_llama8b.py"]["generate_ms_per_token"]) == 9
+    # one lease's folder with three runs of each program (real_hf_llama8b.json and .jsonl, three lines of
+    # each program in programs.jsonl, three demo outputs): all three count, in order
+    h100 = cp.real_figures(cp.HERE / "data" / "h100" / "programs_2026-12-07")
+    assert h100["hf_llama8b.py"]["prefill_ms_events"] == pytest.approx([20.5566, 21.5911, 20.9291], abs=1e-3)
+    assert h100["device_basics.py"]["graph_replay10_ms"] == pytest.approx([3.623, 3.770, 3.840], abs=1e-3)
+    assert h100["demo"]["decode_ms"] == [11.22, 11.31, 11.66], h100["demo"]
 
 
 MODEL_GEMM_PROG = """
