@@ -45,13 +45,16 @@ def _gone(pid: int) -> bool:
 
 def test_a_process_the_program_leaves_behind_is_ended_with_the_run(tmp_path):
     """The run's clock lives in the launcher: a process the program started and left running would go on
-    against a dead coordinator. The launcher is the run's subreaper and ends it (integrations/process_tree.py)."""
-    pidfile = tmp_path / "pid"
-    p = subprocess.run(timewarp_cmd("run", "--", "sh", "-c", f"sleep 300 & echo $! > {pidfile}; exit 3"),
+    against a dead coordinator. The launcher is the run's subreaper and ends it (integrations/process_tree.py).
+    The process blocks off the clock (cat opening a FIFO no one writes): a `sleep 300` would end by itself while
+    the launcher waits for leftovers to settle, its 300 s passing on the virtual clock."""
+    pidfile, fifo = tmp_path / "pid", tmp_path / "fifo"
+    p = subprocess.run(timewarp_cmd("run", "--", "sh", "-c",
+                                    f"mkfifo {fifo}; cat {fifo} > /dev/null & echo $! > {pidfile}; exit 3"),
                        capture_output=True, text=True, timeout=120)
     assert p.returncode == 3, p.stderr[-2000:]
     pid = int(pidfile.read_text())
-    assert _gone(pid), f"sleep {pid} still running after the run"
+    assert _gone(pid), f"cat {pid} still running after the run"
     assert f"ended 1 process(es) sh left running ({pid})" in p.stderr, p.stderr[-2000:]
 
 
