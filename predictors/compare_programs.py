@@ -64,33 +64,35 @@ HF_RUNS = [REAL / "hf32_repeat.jsonl", HOST_OPS / "hf_llama8b.jsonl"] + [
     d / f for d in LATER for f in ("real_hf_llama8b.json", "hf32_repeat.jsonl")]
 
 
+def _json_lines(files) -> list[dict]:
+    """The JSON objects of files, one a line (as the programs print their results)."""
+    return [json.loads(x) for f in files for x in f.read_text().splitlines() if x.strip()]
+
+
 def real_figures(real: pathlib.Path) -> dict:
-    """{program: {figure: [values of the real runs]}}"""
-    # a lease's folder may hold several runs of each program: real_hf_llama8b.json and .jsonl (one run a
-    # line), programs.jsonl's lines in any number, demo.txt's outputs one after another
-    runs = [json.loads(x) for f in (real / "real_hf_llama8b.json", real / "real_hf_llama8b.jsonl") if f.exists()
-            for x in ([f.read_text()] if f.suffix == ".json" else f.read_text().splitlines()) if x.strip()]
-    if real == REAL:
-        runs += [json.loads(x) for f in HF_RUNS if f.exists() for x in f.read_text().splitlines() if x.strip()]
-    runs = [r for r in runs if r.get("layers", 32) == 32]
+    """{program: {figure: [values of the real runs]}}: every run in real's files (a lease's folder may hold
+    several: real_hf_llama8b.jsonl beside .json, programs.jsonl's lines in any number, demo.txt's outputs one
+    after another), and for the H200's reference (REAL) its later leases' too."""
+    extra = LATER if real == REAL else []
+
+    def files(first: str, *more: pathlib.Path) -> list[pathlib.Path]:
+        """real's own first file, which must exist, then those of more that do"""
+        return [real / first] + [f for f in more if f.exists()]
+
+    hf = files("real_hf_llama8b.json", real / "real_hf_llama8b.jsonl", *(HF_RUNS if real == REAL else []))
+    runs = [r for r in _json_lines(hf) if r.get("layers", 32) == 32]
     out = {"hf_llama8b.py": {k: [r[k] for r in runs if k in r] for k in runs[0]}}
-    for line in (real / "programs.jsonl").read_text().splitlines():
-        d = json.loads(line)
-        for k, v in d["result"].items():
-            out.setdefault(d["program"], {}).setdefault(k, []).append(v)
-    out["demo"] = parse_demo_runs((real / "demo.txt").read_text())
-    for later in (LATER if real == REAL else []):
-        for f in (later / "programs.jsonl", later / "device_basics_repeat.jsonl"):
-            for line in (f.read_text().splitlines() if f.exists() else []):
-                d = json.loads(line)
-                for k, v in d["result"].items():
-                    out[d["program"]].setdefault(k, []).append(v)
-        for f in (later / "demo.txt", later / "demo_repeat.txt"):
-            for k, vs in (parse_demo_runs(f.read_text()) if f.exists() else {}).items():
-                out["demo"][k] += vs
+    repeats = ("programs.jsonl", "device_basics_repeat.jsonl")
+    for rec in _json_lines(files("programs.jsonl", real / repeats[1], *(d / f for d in extra for f in repeats))):
+        for k, v in rec["result"].items():
+            out.setdefault(rec["program"], {}).setdefault(k, []).append(v)
+    out["demo"] = {}
+    demos = ("demo.txt", "demo_repeat.txt")
+    for f in files("demo.txt", real / demos[1], *(d / f for d in extra for f in demos)):
+        for k, vs in parse_demo_runs(f.read_text()).items():
+            out["demo"].setdefault(k, []).extend(vs)
     if real == REAL:
-        runs = [json.loads(x) for d in [HOST_OPS] + LATER if (d / "host_ops.jsonl").exists()
-                for x in (d / "host_ops.jsonl").read_text().splitlines() if x.strip()]
+        runs = _json_lines(d / "host_ops.jsonl" for d in [HOST_OPS] + LATER if (d / "host_ops.jsonl").exists())
         if runs:
             out["host_ops.py --quick"] = {k: [r[k] for r in runs if k in r] for k in runs[0] if k != "torch"}
     return out
