@@ -42,7 +42,8 @@ DATA = Path(__file__).resolve().parent.parent / "predictors" / "data" / "h200"
 # prefixes cached), -12-03y and -03z (1-6, with the CPU of every process over each main run; two hosts),
 # -12-03aa and -03ab (18-21 held out, then 3: two servers one after the other on one host), -12-03ac (1-6,
 # after a run of the V1 runner on the same host: vllm_v1runner_2026-12-03, not a reference), -12-06a (held-out
-# 29-31, then 1-6, of which only 5 and 6 found the reference's prefix-cache state)
+# 29-31, then 1-6, of which only 5 and 6 found the reference's prefix-cache state), -12-07a (19 and 15, before
+# their profiled runs; -12-07b ran 1-4 after profiled cases, not a reference)
 REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_2026-11-30c", "vllm_2026-11-30d",
                                  "vllm_2026-11-30e", "vllm_2026-11-30f", "vllm_2026-11-30g",
                                  "vllm_2026-11-30h", "vllm_2026-11-30i", "vllm_2026-11-30j",
@@ -52,7 +53,7 @@ REAL_DIRS = [DATA / d for d in ("vllm_2026-11-29", "vllm_2026-11-30b", "vllm_202
                                  "vllm_2026-12-01t", "vllm_2026-12-02u", "vllm_2026-12-02v",
                                  "vllm_2026-12-02w", "vllm_2026-12-03y", "vllm_2026-12-03z",
                                  "vllm_2026-12-03aa", "vllm_2026-12-03ab", "vllm_2026-12-03ac",
-                                 "vllm_openloop_2026-12-04", "vllm_2026-12-06a")]
+                                 "vllm_openloop_2026-12-04", "vllm_2026-12-06a", "vllm_2026-12-07a")]
 # runs whose CPU times per process count, but not their metrics (py-spy sampled them)
 CPU_ONLY_DIRS = [DATA / "vllm_spy_2026-12-03x"]
 # issue 5's bound on each metric's error (%)

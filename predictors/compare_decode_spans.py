@@ -53,8 +53,14 @@ def decode_spans(d: Path, case: str) -> dict[int, list[float]] | None:
     return spans_by_case(d).get(case)
 
 
+# servers whose unprofiled cases ran after a profiler session in the same process: its graph replays are slower
+# afterwards (data/h200/graph_nocupti_2026-12-04), so they are not a reference
+AFTER_PROFILER = {"vllm_2026-12-07b"}
+
+
 def real_dirs(card: str) -> list[Path]:
-    return sorted(p for p in (DATA / card).glob("vllm_2026-*") if (p / "timeline").is_dir())
+    return sorted(p for p in (DATA / card).glob("vllm_2026-*")
+                  if (p / "timeline").is_dir() and p.name not in AFTER_PROFILER)
 
 
 def compare(emulated: Path, reals: list[Path], cases: list[str] | None = None) -> list[dict]:

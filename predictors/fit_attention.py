@@ -122,6 +122,8 @@ TILE_ROWS = 128                      # FA3 sm90 hdim128 query tile (kBlockM), GQ
 # step.c's DECODE_FULL_BLOCKS / DECODE_FREE_BLOCKS: a decode tile of a context up to 3 KV blocks of 128 tokens
 # pays the prompts' per-tile cost, from 5 blocks the decode cost, linear between
 DECODE_FULL_BLOCKS, DECODE_FREE_BLOCKS = 3, 5
+# step.c's FA3 last-partial-wave factor on a decode step's memory term (tw_step_wave_factor)
+WAVE_UNIT_RATE, SPLIT_BLOCK_N, SPLIT_MAX, SMS = 1.25, 128, 32, 132
 ATTENTION_CSV = pb.VLLM_DIR / "attention.csv"
 KERNELS_JSON = pb.VLLM_DIR / "kernels.json"
 COMBINE_BLOCK = (256, 1, 1)
@@ -161,8 +163,21 @@ def features(q, k, heads: int = HEADS, kv_heads: int = KV_HEADS, head_dim: int =
             decode_full += t * min(max(w, 0.0), 1.0)
     return {"nreq": len(q), "sum_q": sum_q, "sum_k": sum_k, "pairs": pairs, "tiles": tiles,
             "decode_tiles": decode_tiles, "decode_full": decode_full,
+            "wave": wave_factor(k, kv_heads) if q and decode_tiles == tiles else 1.0,
             "flops": 4 * heads * head_dim * pairs,
             "bytes": 2.0 * head_dim * (2 * sum_k * kv_heads + 2 * sum_q * heads)}
+
+
+def wave_factor(k, kv_heads: int = KV_HEADS, sms: int = SMS) -> float:
+    """step.c's tw_step_wave_factor: FA3's split rule gives a decode step of contexts k U work units; above the
+    SM count, the last partial wave's units stream at most WAVE_UNIT_RATE times a full wave's share."""
+    blocks = [math.ceil(max(x, 0) / SPLIT_BLOCK_N) for x in k]
+    per_sm = max(1, math.ceil(sum(blocks) * 1.1 * kv_heads / sms))
+    units = kv_heads * sum(min(max(math.ceil(n / per_sm), 1), SPLIT_MAX) for n in blocks)
+    if units <= sms:
+        return 1.0
+    waves, left = divmod(units, sms)
+    return (waves * sms + (max(left, sms / WAVE_UNIT_RATE) if left else 0)) / units
 
 
 def predict_ns(coef, f, peak: float, bw: float):
@@ -176,7 +191,8 @@ def predict_ns(coef, f, peak: float, bw: float):
     tiles, full = np.asarray(f["tiles"], float), np.asarray(f["decode_full"], float)
     decode = per_decode * (tiles - full) + per_tile * full
     tile_ns = np.where(np.asarray(f["decode_tiles"]) == tiles, decode, per_tile * tiles)
-    return (t0 + tile_ns + f["flops"] / (eff_c * peak) * 1e9 + f["bytes"] / (eff_m * bw) * 1e9)
+    wave = np.asarray(f["wave"], float) if "wave" in f else 1.0
+    return (t0 + tile_ns + f["flops"] / (eff_c * peak) * 1e9 + wave * f["bytes"] / (eff_m * bw) * 1e9)
 
 
 def _other_kernels() -> dict:

@@ -58,11 +58,50 @@
 #define DECODE_FULL_BLOCKS 3
 #define DECODE_FREE_BLOCKS 5
 
+/* FA3's last partial wave in a decode step. FA3's prepare kernel splits each request's K/V among CTAs: with
+ * n_i = ceil(k_i / 128) blocks per request, N = sum n_i and blocks_per_sm = ceil(N * 1.1 * kv_heads / SMs),
+ * request i gets s_i = clamp(ceil(n_i / blocks_per_sm), 1, 32) splits. This is upstream flash-attention's
+ * flash_prepare_scheduler.cu, and it gives the num_splits of every decode row of
+ * predictors/data/h200/vllm_kernels_2026-11-30/attention.csv. The persistent kernel runs U = kv_heads * sum s_i
+ * work units on the SMs. Where U is a little above the SM count (a partial second wave: 144-192 units at 6-24
+ * requests), the real H200 ran FA3 11-26% longer than the byte model in vLLM serving
+ * (predictors/data/h200/vllm_2026-12-07a/b, cases 19, 15, 29, 10). The units of the last wave do not share the
+ * card's bandwidth: each streams at most WAVE_UNIT_RATE times a full wave's share. At U up to the SM count
+ * (cases 12, 17, 7, 2, one wave or less) the byte model was within 4%, and is kept.
+ * So the memory term is scaled, for U > S units over S SMs (w full waves, r units left), by
+ *     W = (w * S + max(S / WAVE_UNIT_RATE, r)) / U
+ * and by 1 otherwise. WAVE_UNIT_RATE was chosen on those eight profiled cases (35, 40 and 45 GB/s a unit give
+ * median |error| 3.6 / 3.6 / 2.8%, max 10.5 / 9.2 / 11.8%; the byte model alone 7.5% and 26%): 40 GB/s,
+ * 1.25x a full wave's share of the model's 4.22 TB/s. As a share it carries over to other cards. */
+#define WAVE_UNIT_RATE 1.25
+#define SPLIT_BLOCK_N 128     /* FA3's K/V block for head dim 128 */
+#define SPLIT_MAX 32          /* vLLM's max_num_splits for CUDA-graph-sized batches */
+
 typedef struct {
     uint64_t gen;
     double nreq, sum_q, sum_k, pairs, tiles, decode_tiles, heads, kv_heads, head_dim;   /* decode: q_i = 1 */
     double decode_full;   /* decode tiles at the prompts' per-tile cost (short contexts, above), weighted */
+    double wave;          /* a decode step's memory-term factor for FA3's last partial wave (above) */
 } step_ctx;
+
+/* W above for a decode step of n requests with contexts k[] on a card of sms SMs. */
+double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms) {
+    if (n <= 0 || sms <= 0 || kv_heads <= 0) return 1;
+    double blocks = 0;
+    for (int i = 0; i < n; i++) blocks += ceil((k[i] > 0 ? k[i] : 0) / (double)SPLIT_BLOCK_N);
+    double per_sm = ceil(blocks * 1.1 * kv_heads / sms);
+    if (per_sm < 1) per_sm = 1;
+    double units = 0;
+    for (int i = 0; i < n; i++) {
+        double s = ceil(ceil((k[i] > 0 ? k[i] : 0) / (double)SPLIT_BLOCK_N) / per_sm);
+        units += s < 1 ? 1 : s > SPLIT_MAX ? SPLIT_MAX : s;
+    }
+    units *= kv_heads;
+    if (units <= sms) return 1;
+    double waves = floor(units / sms), left = units - waves * sms;
+    double tail = sms / WAVE_UNIT_RATE;
+    return (waves * sms + (left > 0 ? (left > tail ? left : tail) : 0)) / units;
+}
 
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
 static step_ctx cur;
@@ -95,6 +134,11 @@ void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv
         }
     }
     c.nreq = nreq;
+    c.wave = 1;
+    if (c.decode_tiles == c.tiles && nreq > 0) {   /* the split rule is FA3's for decode steps */
+        const tw_gpu_spec *s = tw_device_spec(0);
+        c.wave = tw_step_wave_factor(nreq, k, c.kv_heads, s ? s->sm_count : 132);
+    }
     pthread_mutex_lock(&step_lock);
     c.gen = cur.gen + 1;
     cur = c;
@@ -144,7 +188,7 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     double bytes = c.head_dim * (e * (2 * c.sum_k * c.kv_heads + c.sum_q * c.heads) + 2.0 * c.sum_q * c.heads);
     /* at the bf16 rate with an fp8 cache too: vLLM's fp8 FA3 prefill took 1.6-1.8x what the fp8 peak gives
      * (predictors/data/h200/vllm_kvfp8_kernels_2026-12-04) */
-    double tc = flops / (coef[1] * fitted->peak_flops_bf16), tm = bytes / (coef[2] * fitted->mem_bw);
+    double tc = flops / (coef[1] * fitted->peak_flops_bf16), tm = c.wave * bytes / (coef[2] * fitted->mem_bw);
     /* a decode step's tiles at the serving decode cost, those of short contexts at the in-situ fit's; a step
      * with a prompt chunk keeps the in-situ fit's for all */
     double tile_ns = c.decode_tiles == c.tiles ? coef[4] * (c.tiles - c.decode_full) + coef[3] * c.decode_full
