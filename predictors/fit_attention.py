@@ -67,6 +67,12 @@ Huber-robust (IRLS), in three stages:
      contexts, not the recording. decode_long stays at -5%. Only decode steps:
      in case 23's steps with prompts (serving_mixed_rows, a check) the model is -6.1% median as it is and
      -13.4% with their decodes' tiles at the decode cost too.
+  The last partial wave (fifty-fourth session; step.c's tw_step_wave_factor, mirrored by wave_factor here): a
+     decode step's memory term is scaled where FA3's split rule gives more work units than SMs. It is not
+     fitted in stages 1-3 (with it in their design the held-out errors grew: 5.3% / 13.8% against 4.5% /
+     15.5%); stage 4 fits per_decode_tile with it (5.1 -> 4.2 ns: case 23's steps of 140-156 requests have a
+     last wave of 64-100 units). Its rate was chosen on the real H200's profiled serving steps of 2-24
+     requests (data/h200/vllm_2026-12-07a and -07b).
 `--variants` prints the alternatives on the same held-out split (microbenchmark only; microbenchmark x one
 scale; in situ only; in situ + unscaled microbenchmark at lower weights; per-case weights); stage 3 and in
 situ alone are best and equal within 0.2 points (held-out median |err| 3.9% and 3.7%, p90 14.7% both), the

@@ -172,6 +172,17 @@ def test_a_decode_step_whose_fa3_units_spill_into_a_second_wave_takes_what_fa3_t
     assert bytes_only < 0.8 * real_us, (bytes_only, real_us)
 
 
+def test_fa3_s_combine_after_a_split_decode_step_takes_what_it_took_on_the_real_card(step_graph_output):
+    """FA3's combine kernel merges the partial outputs of split requests: on the real H200 it took 2.6-3.3 us in
+    decode steps of 2-16 requests whose requests split (data/h200/vllm_2026-12-07a/b: cases 7, 17, 29, 15, 19,
+    12), 2.3-2.4 us at 16 and 24 where none did (cases 2 and 10). shim_c/core/step.c prices a split step's
+    combine at 3.0 us (plus the launch gap) or its grid's row if longer; a step without a split keeps the row
+    (here an unprofiled stub's launch floor, 2.6 us with the gap)."""
+    t = _json_result(step_graph_output)
+    assert 3.0 <= t["combine_split_us"] <= 3.6, t
+    assert t["combine_unsplit_us"] < 2.9, t
+
+
 def test_keeper_does_not_move_the_clock_past_a_thread_by_its_uncharged_cpu(tmp_path):
     """tests/c/test_keeper_paused.c: a thread computes 60 ms with its charge paused (the emulator's own work)
     while another sleeps 5 virtual ms. The sleeper wakes only after the first has resumed, and the first's

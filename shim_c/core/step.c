@@ -77,15 +77,29 @@
 #define SPLIT_BLOCK_N 128     /* FA3's K/V block for head dim 128 */
 #define SPLIT_MAX 32          /* vLLM's max_num_splits for CUDA-graph-sized batches */
 
+/* FA3's combine kernel after a decode step in which a request was split: it merges the splits' partial
+ * outputs, and took 2.6-3.3 us on the real H200 at 1-16 requests (median 3.0 over twelve measurements: the
+ * profiled serving steps of vllm_2026-12-07a/b, the offline recording's decode steps at 1,024-2,048 tokens,
+ * the microbenchmark's one-request call at 4,096), where the profile's rows, keyed by the launch's grid
+ * (5 x the padded batch), hold 1.3-2.0 us for those grids: they were measured at 64 tokens of context, where
+ * no request splits (the H200's serving steps came out 30-35% short on it, cases 7, 17, 29; the H100's case
+ * 23 -35%). Without a split the rows hold (2.3-2.4 us at 16 and 24 requests, cases 2 and 10). So a split
+ * step's combine takes at least COMBINE_SPLIT_NS, at the H200's clock. */
+#define COMBINE_SPLIT_NS 3000.0
+#define COMBINE_CLOCK_MHZ 1980.0
+
 typedef struct {
     uint64_t gen;
     double nreq, sum_q, sum_k, pairs, tiles, decode_tiles, heads, kv_heads, head_dim;   /* decode: q_i = 1 */
     double decode_full;   /* decode tiles at the prompts' per-tile cost (short contexts, above), weighted */
     double wave;          /* a decode step's memory-term factor for FA3's last partial wave (above) */
+    int split;            /* a decode step in which FA3 splits a request: its combine kernel merges (above) */
 } step_ctx;
 
-/* W above for a decode step of n requests with contexts k[] on a card of sms SMs. */
-double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms) {
+/* W above for a decode step of n requests with contexts k[] on a card of sms SMs; *split (when given) is set
+ * to whether a request is split. */
+static double fa3_decode_units(int n, const int32_t *k, double kv_heads, int sms, int *split) {
+    if (split) *split = 0;
     if (n <= 0 || sms <= 0 || kv_heads <= 0) return 1;
     double blocks = 0;
     for (int i = 0; i < n; i++) blocks += ceil((k[i] > 0 ? k[i] : 0) / (double)SPLIT_BLOCK_N);
@@ -94,6 +108,7 @@ double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms) {
     double units = 0;
     for (int i = 0; i < n; i++) {
         double s = ceil(ceil((k[i] > 0 ? k[i] : 0) / (double)SPLIT_BLOCK_N) / per_sm);
+        if (s > 1 && split) *split = 1;
         units += s < 1 ? 1 : s > SPLIT_MAX ? SPLIT_MAX : s;
     }
     units *= kv_heads;
@@ -101,6 +116,10 @@ double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms) {
     double waves = floor(units / sms), left = units - waves * sms;
     double tail = sms / WAVE_UNIT_RATE;
     return (waves * sms + (left > 0 ? (left > tail ? left : tail) : 0)) / units;
+}
+
+double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms) {
+    return fa3_decode_units(n, k, kv_heads, sms, NULL);
 }
 
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -111,7 +130,7 @@ static _Atomic int kv_elem_bytes = 2;
 
 void tw_step_set_kv_elem(int bytes) { atomic_store(&kv_elem_bytes, bytes == 1 ? 1 : 2); }
 
-enum { STEP_UNCLASSIFIED = 0, STEP_NONE = 1, STEP_ATTENTION = 2 };
+enum { STEP_UNCLASSIFIED = 0, STEP_NONE = 1, STEP_ATTENTION = 2, STEP_COMBINE = 3 };
 
 void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv_heads, int head_dim) {
     step_ctx c = {0};
@@ -137,7 +156,7 @@ void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads, int kv
     c.wave = 1;
     if (c.decode_tiles == c.tiles && nreq > 0) {   /* the split rule is FA3's for decode steps */
         const tw_gpu_spec *s = tw_device_spec(0);
-        c.wave = tw_step_wave_factor(nreq, k, c.kv_heads, s ? s->sm_count : 132);
+        c.wave = fa3_decode_units(nreq, k, c.kv_heads, s ? s->sm_count : 132, &c.split);
     }
     pthread_mutex_lock(&step_lock);
     c.gen = cur.gen + 1;
@@ -156,6 +175,7 @@ static int classify(const tw_kernel *k) {
     const char *n = k->pretty ? k->pretty : k->name;
     /* FlashAttention 3 (vLLM's vllm_flash_attn, sm90) and 2's forward kernels; not the split-KV combine */
     if (strstr(n, "pytorch_flash")) return STEP_NONE;   /* torch's own SDPA kernels are annotated by shape */
+    if (strstr(n, "FlashAttnFwdCombine")) return STEP_COMBINE;
     if (strstr(n, "FlashAttnFwdSm90") || strstr(n, "FlashAttnFwdSm80") ||
         ((strstr(n, "flash_fwd_kernel") || strstr(n, "flash_fwd_splitkv_kernel")) && !strstr(n, "combine")))
         return STEP_ATTENTION;
@@ -166,7 +186,7 @@ int tw_step_dependent(const tw_op *op) {
     if (op->kind != TW_OP_KERNEL || !op->kernel) return 0;
     tw_kernel *k = (tw_kernel *)op->kernel;
     if (!k->step_class) k->step_class = classify(k);   /* a benign race: every thread computes the same */
-    return k->step_class == STEP_ATTENTION;
+    return k->step_class == STEP_ATTENTION || k->step_class == STEP_COMBINE;
 }
 
 double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
@@ -175,6 +195,14 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
     step_ctx c = cur;
     pthread_mutex_unlock(&step_lock);
     if (!c.gen || c.nreq <= 0) return 0;
+    if (((tw_kernel *)op->kernel)->step_class == STEP_COMBINE) {   /* 0: the profile's row for its grid */
+        if (!c.split) return 0;
+        int layer;
+        double row = tw_profile_predict_s(spec, op, &layer);
+        double clock = spec->sm_clock_mhz > 0 ? COMBINE_CLOCK_MHZ / spec->sm_clock_mhz : 1;
+        double floor_s = (COMBINE_SPLIT_NS + tw_profile_kgap_ns()) * 1e-9 * clock;
+        return row > floor_s ? row : floor_s;
+    }
     double coef[5];
     /* coef: t0_ns, eff_compute, eff_memory, per_tile_ns, per_decode_tile_ns (the profile's attnstep row) */
     const tw_gpu_spec *fitted = tw_profile_attn_step(coef);

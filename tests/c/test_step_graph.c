@@ -10,6 +10,7 @@ extern void tw_step_set(int nreq, const int32_t *q, const int32_t *k, int heads,
 extern void tw_step_set_kv_elem(int bytes);
 
 static void attn_stub(void) {}
+static void combine_stub(void) {}
 
 static double now_ms(void) {   /* the virtual clock: the host function runs at its stream's time */
     struct timespec ts;
@@ -28,6 +29,9 @@ int main(void) {
     /* a name step.c classifies as FA3's main kernel */
     __cudaRegisterFunction(h, (const char *)attn_stub, (char *)"_ZN5flash16FlashAttnFwdSm90Ev",
                            "_ZN5flash16FlashAttnFwdSm90Ev", -1, 0, 0, 0, 0, 0);
+    /* and as FA3's split-KV combine kernel */
+    __cudaRegisterFunction(h, (const char *)combine_stub, (char *)"_ZN5flash19FlashAttnFwdCombineEv",
+                           "_ZN5flash19FlashAttnFwdCombineEv", -1, 0, 0, 0, 0, 0);
     __cudaRegisterFatBinaryEnd(h);
     cudaStream_t s;
     cudaStreamCreate(&s);
@@ -96,8 +100,31 @@ int main(void) {
     cudaEventRecord(e1, s);
     cudaStreamSynchronize(s);
     cudaEventElapsedTime(&wave_ms, e0, e1);
+    /* a graph of the combine kernel alone (grid 5 x 16, a 16-request decode graph), replayed after a step in which
+     * no request splits (64 at 640 tokens) and after one in which they do (6 at 2160) */
+    void *cgraph, *cexec;
+    dim3 cg = {80, 1, 1}, cb = {256, 1, 1};
+    CHECK(cudaStreamBeginCapture(s, 0) == 0, "begin capture (combine)");
+    cudaLaunchKernel((const void *)combine_stub, cg, cb, NULL, 0, s);
+    CHECK(cudaStreamEndCapture(s, &cgraph) == 0, "end capture (combine)");
+    CHECK(cudaGraphInstantiate(&cexec, cgraph, 0) == 0, "instantiate (combine)");
+    float comb_ms[2];
+    for (int split = 0; split < 2; split++) {
+        int n = split ? 6 : 64;
+        for (int i = 0; i < 64; i++) k[i] = 8192;
+        tw_step_set(64, q, k, 32, 8, 128);
+        cudaGraphLaunch(exec, s);   /* a long replay first: the events then time the combine on its stream */
+        for (int i = 0; i < n; i++) k[i] = split ? 2160 : 640;
+        tw_step_set(n, q, k, 32, 8, 128);
+        cudaEventRecord(e0, s);
+        cudaGraphLaunch(cexec, s);
+        cudaEventRecord(e1, s);
+        cudaStreamSynchronize(s);
+        cudaEventElapsedTime(&comb_ms[split], e0, e1);
+    }
     if (!fails) printf("ALL OK\n");
-    printf("{\"decode_64x640_us\": %.3f, \"decode_64x320_us\": %.3f, \"decode_6x2160_us\": %.3f}\n", ms[3] * 1e3,
-           ms[4] * 1e3, wave_ms * 1e3);
+    printf("{\"decode_64x640_us\": %.3f, \"decode_64x320_us\": %.3f, \"decode_6x2160_us\": %.3f, "
+           "\"combine_unsplit_us\": %.3f, \"combine_split_us\": %.3f}\n", ms[3] * 1e3, ms[4] * 1e3, wave_ms * 1e3,
+           comb_ms[0] * 1e3, comb_ms[1] * 1e3);
     return fails != 0;
 }
