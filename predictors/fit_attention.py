@@ -67,7 +67,7 @@ Huber-robust (IRLS), in three stages:
      contexts, not the recording. decode_long stays at -5%. Only decode steps:
      in case 23's steps with prompts (serving_mixed_rows, a check) the model is -6.1% median as it is and
      -13.4% with their decodes' tiles at the decode cost too.
-  The last partial wave (fifty-fourth session; step.c's tw_step_wave_factor, mirrored by wave_factor here): a
+  The last partial wave (fifty-fourth session; step.c's fa3_decode_units, mirrored by wave_factor here): a
      decode step's memory term is scaled where FA3's split rule gives more work units than SMs. It is not
      fitted in stages 1-3 (with it in their design the held-out errors grew: 5.3% / 13.8% against 4.5% /
      15.5%); stage 4 fits per_decode_tile with it (5.1 -> 4.2 ns: case 23's steps of 140-156 requests have a
@@ -128,7 +128,7 @@ TILE_ROWS = 128                      # FA3 sm90 hdim128 query tile (kBlockM), GQ
 # step.c's DECODE_FULL_BLOCKS / DECODE_FREE_BLOCKS: a decode tile of a context up to 3 KV blocks of 128 tokens
 # pays the prompts' per-tile cost, from 5 blocks the decode cost, linear between
 DECODE_FULL_BLOCKS, DECODE_FREE_BLOCKS = 3, 5
-# step.c's FA3 last-partial-wave factor on a decode step's memory term (tw_step_wave_factor)
+# step.c's FA3 last-partial-wave factor on a decode step's memory term (fa3_decode_units)
 WAVE_UNIT_RATE, SPLIT_BLOCK_N, SPLIT_MAX, SMS = 1.25, 128, 32, 132
 ATTENTION_CSV = pb.VLLM_DIR / "attention.csv"
 KERNELS_JSON = pb.VLLM_DIR / "kernels.json"
@@ -175,7 +175,7 @@ def features(q, k, heads: int = HEADS, kv_heads: int = KV_HEADS, head_dim: int =
 
 
 def wave_factor(k, kv_heads: int = KV_HEADS, sms: int = SMS) -> float:
-    """step.c's tw_step_wave_factor: FA3's split rule gives a decode step of contexts k U work units; above the
+    """step.c's fa3_decode_units: FA3's split rule gives a decode step of contexts k U work units; above the
     SM count, the last partial wave's units stream at most WAVE_UNIT_RATE times a full wave's share."""
     blocks = [math.ceil(max(x, 0) / SPLIT_BLOCK_N) for x in k]
     per_sm = max(1, math.ceil(sum(blocks) * 1.1 * kv_heads / sms))

@@ -96,8 +96,8 @@ typedef struct {
     int split;            /* a decode step in which FA3 splits a request: its combine kernel merges (above) */
 } step_ctx;
 
-/* W above for a decode step of n requests with contexts k[] on a card of sms SMs; *split (when given) is set
- * to whether a request is split. */
+/* W above for a decode step of n requests with contexts k[] on a card of sms SMs (predictors/fit_attention.py's
+ * wave_factor mirrors it); *split is set to whether a request is split. */
 static double fa3_decode_units(int n, const int32_t *k, double kv_heads, int sms, int *split) {
     if (split) *split = 0;
     if (n <= 0 || sms <= 0 || kv_heads <= 0) return 1;
@@ -116,10 +116,6 @@ static double fa3_decode_units(int n, const int32_t *k, double kv_heads, int sms
     double waves = floor(units / sms), left = units - waves * sms;
     double tail = sms / WAVE_UNIT_RATE;
     return (waves * sms + (left > 0 ? (left > tail ? left : tail) : 0)) / units;
-}
-
-double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms) {
-    return fa3_decode_units(n, k, kv_heads, sms, NULL);
 }
 
 static pthread_mutex_t step_lock = PTHREAD_MUTEX_INITIALIZER;

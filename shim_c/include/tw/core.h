@@ -388,8 +388,6 @@ uint64_t tw_predict(int dev, const tw_op *op);
 void tw_step_set(int nreq, const int32_t *q_lens, const int32_t *k_lens, int heads, int kv_heads, int head_dim);
 void tw_step_set_kv_elem(int bytes);   /* the KV cache's bytes per element: 2 (default) or 1 (fp8) */
 uint64_t tw_step_generation(void);    /* changes with every tw_step_set; 0 before the first */
-/* FA3's last-partial-wave factor on a decode step's memory term (step.c): n requests, contexts k, on sms SMs */
-double tw_step_wave_factor(int n, const int32_t *k, double kv_heads, int sms);
 int tw_step_dependent(const tw_op *op); /* op's time comes from the step context when there is one */
 /* Seconds for a step-dependent op under the current context; 0 when op is not one or there is no context. */
 double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op);
