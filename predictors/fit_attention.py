@@ -107,9 +107,9 @@ the grid does not show: the keys a short-context decode shares with long-context
 real against the row's 2.91, +117%; B=2 +64%, B=8 +82%; grid 80 of a long-context 16-request decode, -35 to
 -40%), and interpolated keys can be far (B=24/32/128 +17 to +25%, B=192 -37%, one prompt of 384 or 512
 tokens +150 to +220%, interpolated between decode rows). Per step, median |err| 10.5% (p90 82%) for short
-decodes, 4.0% (p90 16%) for long ones. Since the fifty-fourth session step.c prices a split decode step's combine at 3.0 us or its row,
-whichever is longer (a step in which FA3's split rule, as in wave_factor, splits a request); this check still
-prints the rows alone.
+decodes, 4.0% (p90 16%) for long ones. Since the fifty-fourth session step.c prices the combine of a decode
+step in which FA3's split rule (as in wave_factor) splits a request at 3.0 us or its row, whichever is longer;
+this check still prints the rows alone.
 
     python -m timewarp.predictors.fit_attention [--vllm-check] [--variants] [--csv ERRORS.csv]
 """
