@@ -69,8 +69,8 @@ Huber-robust (IRLS), in three stages:
      -13.4% with their decodes' tiles at the decode cost too.
   The last partial wave (fifty-fourth session; step.c's fa3_decode_units, mirrored by wave_factor here): a
      decode step's memory term is scaled where FA3's split rule gives more work units than SMs. It is not
-     fitted in stages 1-3 (with it in their design the held-out errors grew: 5.3% / 13.8% against 4.5% /
-     15.5%); stage 4 fits per_decode_tile with it (5.1 -> 4.2 ns: case 23's steps of 140-156 requests have a
+     in the design of stages 1-3 (there the held-out median error grew to 5.3% from 4.5%, p90 13.8% from
+     15.5%, and eff_m moved to 1.08); stage 4 fits per_decode_tile with it (5.1 -> 4.2 ns: case 23's steps of 140-156 requests have a
      last wave of 64-100 units). Its rate was chosen on the real H200's profiled serving steps of 2-24
      requests (data/h200/vllm_2026-12-07a and -07b).
 `--variants` prints the alternatives on the same held-out split (microbenchmark only; microbenchmark x one
