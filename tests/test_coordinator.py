@@ -351,8 +351,8 @@ def test_pool_work_gets_the_gil_at_the_event_loops_next_turn():
     # the turns, the four pieces ending after 24 ms)
     assert sum(starts[k] - ends[k - 1] < 2.5 for k in range(1, len(starts))) >= 2, on
     assert all(0.5 < e - s < 2.0 for s, e in on["pieces"]), on
-    # the model takes part (none without it); 2 + 1 + 4 takes as designed, 5 in one loaded suite run (fifty-fourth
-    # session: two pieces found the loop at a turn and took the GIL without waiting) with the pieces as above
+    # the model takes part (none without it): 2 + 1 + 4 takes as designed; 5 in one loaded suite run (fifty-fourth
+    # session, cause not found), its pieces at the loop's turns as above
     assert 5 <= on["takes"] <= 7 and ends[-1] < 13 < on["busy_end"], on
 
 
