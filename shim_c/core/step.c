@@ -64,7 +64,7 @@
  * flash_prepare_scheduler.cu, and it gives the num_splits of every decode row of
  * predictors/data/h200/vllm_kernels_2026-11-30/attention.csv. The persistent kernel runs U = kv_heads * sum s_i
  * work units on the SMs. Where U is a little above the SM count (a partial second wave: 144-192 units at 6-24
- * requests), the real H200 ran FA3 11-26% longer than the byte model in vLLM serving
+ * requests), the byte model came out 11-26% short of FA3 on the real H200 in vLLM serving
  * (predictors/data/h200/vllm_2026-12-07a/b, cases 19, 15, 29, 10). The units of the last wave do not share the
  * card's bandwidth: each streams at most WAVE_UNIT_RATE times a full wave's share. At U up to the SM count
  * (cases 12, 17, 7, 2, one wave or less) the byte model was within 4%, and is kept.
