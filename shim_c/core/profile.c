@@ -871,7 +871,15 @@ static double blas_gemm_predict(const tw_gpu_spec *spec, const tw_op *op, int *l
     return s;
 }
 
-double tw_profile_kgap_ns(void) { return kgap_ns; }
+double tw_profile_kgap_ns(void) {
+    pthread_once(&once, load);
+    return kgap_ns;
+}
+
+const tw_gpu_spec *tw_profile_card(void) {
+    pthread_once(&once, load);
+    return profiled;
+}
 
 double tw_profile_predict_s(const tw_gpu_spec *spec, const tw_op *op, int *layer) {
     pthread_once(&once, load);

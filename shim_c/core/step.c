@@ -84,9 +84,8 @@
  * (5 x the padded batch), hold 1.3-2.0 us for those grids: they were measured at 64 tokens of context, where
  * no request splits (the H200's serving steps came out 30-35% short on it, cases 7, 17, 29; the H100's case
  * 23 -35%). Without a split the rows hold (2.3-2.4 us at 16 and 24 requests, cases 2 and 10). So a split
- * step's combine takes at least COMBINE_SPLIT_NS, at the H200's clock. */
+ * step's combine takes at least COMBINE_SPLIT_NS, at the clock of the card the profile was measured on. */
 #define COMBINE_SPLIT_NS 3000.0
-#define COMBINE_CLOCK_MHZ 1980.0
 
 typedef struct {
     uint64_t gen;
@@ -99,7 +98,7 @@ typedef struct {
 /* W above for a decode step of n requests with contexts k[] on a card of sms SMs (predictors/fit_attention.py's
  * wave_factor mirrors it); *split is set to whether a request is split. */
 static double fa3_decode_units(int n, const int32_t *k, double kv_heads, int sms, int *split) {
-    if (split) *split = 0;
+    *split = 0;
     if (n <= 0 || sms <= 0 || kv_heads <= 0) return 1;
     double blocks = 0;
     for (int i = 0; i < n; i++) blocks += ceil((k[i] > 0 ? k[i] : 0) / (double)SPLIT_BLOCK_N);
@@ -108,7 +107,7 @@ static double fa3_decode_units(int n, const int32_t *k, double kv_heads, int sms
     double units = 0;
     for (int i = 0; i < n; i++) {
         double s = ceil(ceil((k[i] > 0 ? k[i] : 0) / (double)SPLIT_BLOCK_N) / per_sm);
-        if (s > 1 && split) *split = 1;
+        if (s > 1) *split = 1;
         units += s < 1 ? 1 : s > SPLIT_MAX ? SPLIT_MAX : s;
     }
     units *= kv_heads;
@@ -195,7 +194,8 @@ double tw_step_predict_s(const tw_gpu_spec *spec, const tw_op *op) {
         if (!c.split) return 0;
         int layer;
         double row = tw_profile_predict_s(spec, op, &layer);
-        double clock = spec->sm_clock_mhz > 0 ? COMBINE_CLOCK_MHZ / spec->sm_clock_mhz : 1;
+        const tw_gpu_spec *card = tw_profile_card();
+        double clock = card && spec->sm_clock_mhz > 0 ? (double)card->sm_clock_mhz / spec->sm_clock_mhz : 1;
         double floor_s = (COMBINE_SPLIT_NS + tw_profile_kgap_ns()) * 1e-9 * clock;
         return row > floor_s ? row : floor_s;
     }

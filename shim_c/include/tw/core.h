@@ -401,6 +401,7 @@ int tw_roofline_parts(const tw_gpu_spec *s, const tw_op *op, double *t_compute, 
 /* The profile layers (profile.c): seconds, or 0 when the profile has nothing close enough. */
 double tw_profile_predict_s(const tw_gpu_spec *s, const tw_op *op, int *layer);
 double tw_profile_kgap_ns(void);   /* the time a back-to-back kernel launch adds (the profile's kgap row) */
+const tw_gpu_spec *tw_profile_card(void);   /* the card the profile was measured on; NULL without a profile */
 /* The fitted step-attention model (a profile "attnstep" row): t0_ns, eff_compute, eff_memory, per_tile_ns,
  * per_decode_tile_ns (a decode step's tiles; per_tile_ns where the row has four values). Returns the GPU it
  * was fitted on, NULL without a row. */
