@@ -21,6 +21,26 @@ static double now_ms(void) {   /* the virtual clock: the host function runs at i
 static double called_at, last_called_at;   /* the host function's latest run, and the one before it */
 static void host_fn(void *p) { (void)p; last_called_at = called_at; called_at = now_ms(); }
 
+/* Replays `measured` at a decode step of n requests at context ctx, queued behind a replay of `attn` (the
+ * attention graph) at 64 requests of 8192 tokens, half a millisecond, so that the events time the replay on its
+ * stream alone: on an idle stream they would also time the host's launch, which a loaded machine stretches past
+ * a short attention. Returns its milliseconds. */
+static float replay_behind_long(void *attn, void *measured, cudaStream_t s, cudaEvent_t e0, cudaEvent_t e1,
+                                int32_t *q, int32_t *k, int n, int ctx) {
+    for (int i = 0; i < 64; i++) { q[i] = 1; k[i] = 8192; }
+    tw_step_set(64, q, k, 32, 8, 128);
+    cudaGraphLaunch(attn, s);
+    for (int i = 0; i < n; i++) k[i] = ctx;
+    tw_step_set(n, q, k, 32, 8, 128);
+    cudaEventRecord(e0, s);
+    cudaGraphLaunch(measured, s);
+    cudaEventRecord(e1, s);
+    cudaStreamSynchronize(s);
+    float ms;
+    cudaEventElapsedTime(&ms, e0, e1);
+    return ms;
+}
+
 static int fails;
 #define CHECK(c, ...) do { if (!(c)) { printf("FAIL: " __VA_ARGS__); printf("\n"); fails++; } } while (0)
 
@@ -60,19 +80,7 @@ int main(void) {
          * prediction's miss) */
         cudaGraphLaunch(exec, s);
         cudaStreamSynchronize(s);
-        /* the measured replay queues behind a long one (context 8192, half a millisecond), so that the events
-         * time the graph on its stream alone: on an idle stream they would also time the host's launch, which
-         * a loaded machine stretches past a short attention */
-        for (int i = 0; i < 64; i++) k[i] = 8192;
-        tw_step_set(64, q, k, 32, 8, 128);
-        cudaGraphLaunch(exec, s);
-        for (int i = 0; i < 64; i++) k[i] = ctx[round];
-        tw_step_set(64, q, k, 32, 8, 128);
-        cudaEventRecord(e0, s);
-        cudaGraphLaunch(exec, s);
-        cudaEventRecord(e1, s);
-        cudaStreamSynchronize(s);
-        cudaEventElapsedTime(&ms[round], e0, e1);
+        ms[round] = replay_behind_long(exec, exec, s, e0, e1, q, k, 64, ctx[round]);
         /* the long replay's host function ran at its end, where the measured replay starts */
         double after = called_at - last_called_at;
         printf("context %d: graph %.4f ms, host function at +%.4f ms\n", k[0], ms[round], after);
@@ -88,18 +96,8 @@ int main(void) {
     CHECK(ms[2] > 0.45 * ms[1] && ms[2] < 0.6 * ms[1], "fp8 KV cache: %.4f ms against %.4f in bf16", ms[2], ms[1]);
     tw_step_set_kv_elem(2);
     /* six requests at 2160 tokens (vLLM serving's case 19): FA3 splits them into 144 work units, a second,
-     * partial wave on 132 SMs; timed behind a long replay as above */
-    for (int i = 0; i < 64; i++) k[i] = 8192;
-    tw_step_set(64, q, k, 32, 8, 128);
-    cudaGraphLaunch(exec, s);
-    for (int i = 0; i < 6; i++) k[i] = 2160;
-    tw_step_set(6, q, k, 32, 8, 128);
-    float wave_ms;
-    cudaEventRecord(e0, s);
-    cudaGraphLaunch(exec, s);
-    cudaEventRecord(e1, s);
-    cudaStreamSynchronize(s);
-    cudaEventElapsedTime(&wave_ms, e0, e1);
+     * partial wave on 132 SMs */
+    float wave_ms = replay_behind_long(exec, exec, s, e0, e1, q, k, 6, 2160);
     /* a graph of the combine kernel alone (grid 5 x 16, a 16-request decode graph), replayed after a step in which
      * no request splits (64 at 640 tokens) and after one in which they do (6 at 2160) */
     void *cgraph, *cexec;
@@ -108,20 +106,8 @@ int main(void) {
     cudaLaunchKernel((const void *)combine_stub, cg, cb, NULL, 0, s);
     CHECK(cudaStreamEndCapture(s, &cgraph) == 0, "end capture (combine)");
     CHECK(cudaGraphInstantiate(&cexec, cgraph, 0) == 0, "instantiate (combine)");
-    float comb_ms[2];
-    for (int split = 0; split < 2; split++) {
-        int n = split ? 6 : 64;
-        for (int i = 0; i < 64; i++) k[i] = 8192;
-        tw_step_set(64, q, k, 32, 8, 128);
-        cudaGraphLaunch(exec, s);   /* a long replay first: the events then time the combine on its stream */
-        for (int i = 0; i < n; i++) k[i] = split ? 2160 : 640;
-        tw_step_set(n, q, k, 32, 8, 128);
-        cudaEventRecord(e0, s);
-        cudaGraphLaunch(cexec, s);
-        cudaEventRecord(e1, s);
-        cudaStreamSynchronize(s);
-        cudaEventElapsedTime(&comb_ms[split], e0, e1);
-    }
+    float comb_ms[2] = {replay_behind_long(exec, cexec, s, e0, e1, q, k, 64, 640),
+                        replay_behind_long(exec, cexec, s, e0, e1, q, k, 6, 2160)};
     if (!fails) printf("ALL OK\n");
     printf("{\"decode_64x640_us\": %.3f, \"decode_64x320_us\": %.3f, \"decode_6x2160_us\": %.3f, "
            "\"combine_unsplit_us\": %.3f, \"combine_split_us\": %.3f}\n", ms[3] * 1e3, ms[4] * 1e3, wave_ms * 1e3,
